@@ -1,0 +1,185 @@
+/* Devices: name parsing, enumeration, properties, lazy opening. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hal_internal.h"
+
+bp_status bp_device_ensure_open(bp_device *device) {
+    if (atomic_load_explicit(&device->opened, memory_order_acquire))
+        return BP_OK;
+    pthread_mutex_lock(&device->open_lock);
+    bp_status st = BP_OK;
+    if (!atomic_load_explicit(&device->opened, memory_order_relaxed)) {
+        const bp_plugin_descriptor *desc = device->backend->desc;
+        st = desc->device->open(device->backend->state, device->index, &device->handle);
+        if (st == BP_OK) {
+            st = bp_allocator_create(device, &device->allocator);
+            if (st == BP_OK)
+                st = bp_stream_create_default(device, &device->default_stream);
+            if (st == BP_OK)
+                atomic_store_explicit(&device->opened, true, memory_order_release);
+            /* A failed allocator or stream leaves the handle open for the next try;
+             * the allocator, once made, is kept (it holds nothing yet). */
+        }
+        if (st != BP_OK) {
+            char context[BP_NAME_MAX + 16];
+            snprintf(context, sizeof context, "opening %s", device->name);
+            bp_error_prefix(st, context);
+        }
+    }
+    pthread_mutex_unlock(&device->open_lock);
+    return st;
+}
+
+/* Splits "type[:index]" into the type and the index (0 when absent). */
+static bp_status parse_device_name(const char *name, size_t *out_type_len, int *out_index) {
+    size_t len = strlen(name);
+    if (len == 0)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT,
+                            "empty device name; expected 'type' or 'type:index', e.g. 'cpu' or "
+                            "'cuda:1'");
+    if (len >= BP_NAME_MAX)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "device name of %zu characters is too long "
+                            "(at most %d)", len, BP_NAME_MAX - 1);
+    size_t type_len = 0;
+    while (name[type_len] && (isalnum((unsigned char)name[type_len]) || name[type_len] == '_'))
+        type_len++;
+    if (type_len == 0 || (name[type_len] != '\0' && name[type_len] != ':'))
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT,
+                            "malformed device name '%s'; expected 'type' or 'type:index' with a "
+                            "type of letters, digits and '_', e.g. 'cuda:1'", name);
+    long index = 0;
+    if (name[type_len] == ':') {
+        const char *digits = name + type_len + 1;
+        size_t ndigits = strspn(digits, "0123456789");
+        if (ndigits == 0 || digits[ndigits] != '\0' || ndigits > 6)
+            return bp_set_error(BP_ERR_INVALID_ARGUMENT,
+                                "malformed device index in '%s'; expected a non-negative decimal "
+                                "number after ':', e.g. 'cuda:1'", name);
+        index = strtol(digits, NULL, 10);
+    }
+    *out_type_len = type_len;
+    *out_index = (int)index;
+    return BP_OK;
+}
+
+static bp_status lookup_device(const char *name, bp_device **out_device) {
+    size_t type_len = 0;
+    int index = 0;
+    bp_status st = parse_device_name(name, &type_len, &index);
+    if (st != BP_OK)
+        return st;
+    bp_registry_lock();
+    bp_backend *backend = bp_registry_find_backend(name, type_len);
+    if (!backend) {
+        char types[512];
+        bp_registry_describe_types(types, sizeof types);
+        bp_registry_unlock();
+        return bp_set_error(BP_ERR_NOT_FOUND, "unknown device type '%.*s' in '%s'; types present: %s",
+                            (int)type_len, name, name, types);
+    }
+    bp_device *found = NULL;
+    for (int i = 0; i < backend->device_count; i++)
+        if (backend->devices[i]->index == index)
+            found = backend->devices[i];
+    int count = backend->device_count;
+    bp_registry_unlock();
+    if (!found) {
+        if (count == 0) {
+            const char *why = backend->desc->device->unavailable_reason
+                                  ? backend->desc->device->unavailable_reason(backend->state)
+                                  : NULL;
+            return bp_set_error(BP_ERR_NOT_FOUND, "device '%s' not found: backend '%s' has no "
+                                "devices%s%s", name, backend->name, why ? " (" : "",
+                                why ? why : "");
+        }
+        return bp_set_error(BP_ERR_NOT_FOUND, "device '%s' not found: backend '%s' has %d device(s), "
+                            "%s:0 to %s:%d", name, backend->name, count, backend->name,
+                            backend->name, count - 1);
+    }
+    *out_device = found;
+    return BP_OK;
+}
+
+bp_status bp_device_open(const char *name, bp_device **out_device) {
+    if (!name || !out_device)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_open: %s is NULL",
+                            !name ? "name" : "out_device");
+    bp_registry_ensure_init();
+    bp_device *device = NULL;
+    bp_status st = lookup_device(name, &device);
+    if (st == BP_OK)
+        st = bp_device_ensure_open(device);
+    if (st == BP_OK)
+        *out_device = device;
+    return st;
+}
+
+bp_status bp_device_default(bp_device **out_device) {
+    if (!out_device)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_default: out_device is NULL");
+    const char *name = getenv("BP_DEVICE");
+    if (!name || !*name)
+        return bp_device_open("cpu", out_device);
+    bp_status st = bp_device_open(name, out_device);
+    return st == BP_OK ? st : bp_error_prefix(st, "BP_DEVICE");
+}
+
+int bp_device_count(void) { return bp_registry_device_count(); }
+
+bp_status bp_device_get(int ordinal, bp_device **out_device) {
+    if (!out_device)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_get: out_device is NULL");
+    bp_device *device = bp_registry_device_at(ordinal);
+    if (!device)
+        return bp_set_error(BP_ERR_NOT_FOUND, "no device at ordinal %d; there are %d device(s)",
+                            ordinal, bp_registry_device_count());
+    *out_device = device;
+    return BP_OK;
+}
+
+const char *bp_device_name(const bp_device *device) { return device ? device->name : "(null)"; }
+
+bp_status bp_device_get_props(bp_device *device, bp_device_props *props) {
+    if (!device || !props)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_get_props: %s is NULL",
+                            !device ? "device" : "props");
+    if (props->struct_size == 0 || props->struct_size > sizeof(bp_device_props))
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_get_props: props->struct_size is %u; "
+                            "set it to sizeof(bp_device_props) (%zu)", props->struct_size,
+                            sizeof(bp_device_props));
+    bp_status st = bp_device_ensure_open(device);
+    if (st != BP_OK)
+        return st;
+    bp_device_props full = {.struct_size = props->struct_size};
+    const bp_backend *backend = device->backend;
+    snprintf(full.name, sizeof full.name, "%s", device->name);
+    snprintf(full.type, sizeof full.type, "%s", backend->name);
+    full.index = device->index;
+    snprintf(full.backend_name, sizeof full.backend_name, "%s", backend->name);
+    snprintf(full.backend_version, sizeof full.backend_version, "%s", backend->desc->version);
+    snprintf(full.description, sizeof full.description, "%s", device->props.description);
+    full.capabilities = device->props.capabilities;
+    full.dtypes = device->props.dtypes;
+    full.stream_priority_least = device->props.stream_priority_least;
+    full.stream_priority_greatest = device->props.stream_priority_greatest;
+    st = backend->desc->device->mem_info(device->handle, &full.free_memory, &full.total_memory);
+    if (st != BP_OK)
+        return bp_error_prefix(st, device->name);
+    memcpy(props, &full, props->struct_size);
+    return BP_OK;
+}
+
+bp_status bp_device_synchronize(bp_device *device) {
+    if (!device)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_synchronize: device is NULL");
+    bp_status st = bp_device_ensure_open(device);
+    if (st != BP_OK)
+        return st;
+    st = device->backend->desc->device->synchronize(device->handle);
+    return st == BP_OK ? st : bp_error_prefix(st, device->name);
+}
+
+const char *bp_version(void) { return BP_VERSION_STRING; }

@@ -1,0 +1,92 @@
+/* The current device and current streams of each thread, and the guards that set them. */
+#include "hal_internal.h"
+
+static _Thread_local bp_device *tls_device;
+static _Thread_local bp_stream *tls_stream[BP_MAX_DEVICES]; /* by device ordinal */
+
+/* The process default device, opened once it first succeeds. */
+static _Atomic(bp_device *) default_device;
+
+bp_device *bp_current_device(void) {
+    if (tls_device)
+        return tls_device;
+    bp_device *device = atomic_load_explicit(&default_device, memory_order_acquire);
+    if (device)
+        return device;
+    if (bp_device_default(&device) != BP_OK)
+        return NULL;
+    atomic_store_explicit(&default_device, device, memory_order_release);
+    return device;
+}
+
+bp_stream *bp_guard_thread_stream(const bp_device *device) { return tls_stream[device->ordinal]; }
+
+bp_stream *bp_current_stream(bp_device *device) {
+    if (!device)
+        return NULL;
+    bp_stream *stream = tls_stream[device->ordinal];
+    if (stream)
+        return stream;
+    return bp_device_ensure_open(device) == BP_OK ? device->default_stream : NULL;
+}
+
+/* Tells the device's backend that it became current on this thread, if it cares. */
+static bp_status notify_backend(bp_device *device) {
+    const bp_guard_vtable *guard = device->backend->desc->guard;
+    if (!guard || !guard->set_current)
+        return BP_OK;
+    bp_status st = guard->set_current(device->handle);
+    return st == BP_OK ? st : bp_error_prefix(st, device->name);
+}
+
+bp_status bp_device_guard_begin(bp_device_guard *guard, bp_device *device) {
+    if (!guard)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_guard_begin: guard is NULL");
+    guard->active = 0;
+    if (!device)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_guard_begin: device is NULL");
+    bp_status st = bp_device_ensure_open(device);
+    if (st == BP_OK)
+        st = notify_backend(device);
+    if (st != BP_OK)
+        return st;
+    guard->previous = tls_device;
+    tls_device = device;
+    guard->active = 1;
+    return BP_OK;
+}
+
+void bp_device_guard_end(bp_device_guard *guard) {
+    if (!guard || !guard->active)
+        return;
+    guard->active = 0;
+    tls_device = guard->previous;
+    /* Restoring a device that was current before cannot fail in a way the caller could
+     * act on at scope exit; a backend error is logged. */
+    if (tls_device && notify_backend(tls_device) != BP_OK)
+        bp_log(BP_LOG_WARN, "guard", "restoring %s: %s", tls_device->name, bp_last_error());
+}
+
+bp_status bp_stream_guard_begin(bp_stream_guard *guard, bp_stream *stream) {
+    if (!guard)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_stream_guard_begin: guard is NULL");
+    guard->active = 0;
+    bp_status st = bp_stream_check(stream, "bp_stream_guard_begin");
+    if (st == BP_OK)
+        st = bp_device_guard_begin(&guard->device_guard, stream->device);
+    if (st != BP_OK)
+        return st;
+    guard->device = stream->device;
+    guard->previous_stream = tls_stream[stream->device->ordinal];
+    tls_stream[stream->device->ordinal] = stream;
+    guard->active = 1;
+    return BP_OK;
+}
+
+void bp_stream_guard_end(bp_stream_guard *guard) {
+    if (!guard || !guard->active)
+        return;
+    guard->active = 0;
+    tls_stream[guard->device->ordinal] = guard->previous_stream;
+    bp_device_guard_end(&guard->device_guard);
+}

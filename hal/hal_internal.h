@@ -1,0 +1,147 @@
+/* Internal contract between the HAL's files. Not installed; backends never see it. */
+#ifndef BP_HAL_INTERNAL_H
+#define BP_HAL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <backplane/backplane.h>
+#include <backplane/plugin.h>
+
+#define BP_INTERNAL __attribute__((visibility("hidden")))
+
+/* ---- errors and logging (error.c, log.c) ---- */
+
+/* Sets this thread's last error and returns `status`. */
+BP_INTERNAL bp_status bp_set_error(bp_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+BP_INTERNAL bp_status bp_set_error_v(bp_status status, const char *fmt, va_list ap);
+/* Prefixes the current last error with "<context>: " (keeps the status). */
+BP_INTERNAL bp_status bp_error_prefix(bp_status status, const char *context);
+
+BP_INTERNAL bool bp_log_enabled(bp_log_level level);
+BP_INTERNAL void bp_log(bp_log_level level, const char *source, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The services table handed to every backend's init (the same for all). */
+BP_INTERNAL const bp_host_services *bp_host_services_table(void);
+
+/* ---- backends and devices (registry.c) ---- */
+
+#define BP_MAX_DEVICES 128
+#define BP_MAX_ALIASES 8
+#define BP_BACKEND_NAME_MAX 32
+
+typedef struct bp_backend {
+    const bp_plugin_descriptor *desc;
+    void *state;                     /* what desc->init returned */
+    void *dl_handle;                 /* NULL for the built-in cpu backend */
+    char name[BP_BACKEND_NAME_MAX];
+    char aliases[BP_MAX_ALIASES][BP_BACKEND_NAME_MAX];
+    int alias_count;
+    int device_count;
+    struct bp_device **devices;      /* device_count entries */
+} bp_backend;
+
+struct bp_allocator;
+
+struct bp_device {
+    bp_backend *backend;
+    int index;                       /* within its type */
+    int ordinal;                     /* position in the registry, 0..count-1 */
+    char name[BP_NAME_MAX];          /* "cuda:1" */
+    bp_backend_device_props props;   /* read once at registration */
+    pthread_mutex_t open_lock;
+    atomic_bool opened;              /* handle, default stream and allocator ready */
+    void *handle;                    /* the backend's device handle */
+    struct bp_stream *default_stream;
+    struct bp_allocator *allocator;
+};
+
+/* Runs the one-time initialisation (built-in cpu, then autoload) if not done yet. */
+BP_INTERNAL void bp_registry_ensure_init(void);
+/* Registry lock: held while the backend and device lists change or are read. */
+BP_INTERNAL void bp_registry_lock(void);
+BP_INTERNAL void bp_registry_unlock(void);
+/* Adds an initialised backend and its devices; call with the registry lock held.
+ * On error nothing is added (the caller shuts the backend down). */
+BP_INTERNAL bp_status bp_registry_add_backend(const bp_plugin_descriptor *desc, void *state,
+                                              void *dl_handle, bp_backend **out_backend);
+/* The loaded backend whose name or alias equals name[0..len) ignoring case, or NULL.
+ * Call with the registry lock held. */
+BP_INTERNAL bp_backend *bp_registry_find_backend(const char *name, size_t len);
+/* Number of registered devices and the one at `ordinal` (NULL when out of range). */
+BP_INTERNAL int bp_registry_device_count(void);
+BP_INTERNAL bp_device *bp_registry_device_at(int ordinal);
+/* "cpu, testdev (alias tdev)": the device types present, for error messages. Call
+ * with the registry lock held. */
+BP_INTERNAL void bp_registry_describe_types(char *buf, size_t size);
+/* Opens the device's backend handle, default stream and allocator once. */
+BP_INTERNAL bp_status bp_device_ensure_open(bp_device *device);
+
+/* ---- plugin discovery (loader.c) ---- */
+
+/* Registers the built-in cpu backend, then discovers plugins unless BP_AUTOLOAD=0.
+ * Called once by bp_registry_ensure_init with the registry lock held. */
+BP_INTERNAL void bp_loader_init_all(void);
+
+/* ---- built-in cpu backend (backends/cpu) ---- */
+
+const bp_plugin_descriptor *bp_cpu_backend_descriptor(void);
+
+/* ---- streams and events (stream.c, event.c) ---- */
+
+#define BP_MAGIC_STREAM 0x5354524du /* "STRM" */
+#define BP_MAGIC_EVENT 0x45564e54u  /* "EVNT" */
+#define BP_MAGIC_DEAD 0xdeadbeefu
+
+struct bp_stream {
+    atomic_uint magic;
+    bp_device *device;
+    void *handle;
+    int priority;
+    bool is_default;
+};
+
+struct bp_event {
+    atomic_uint magic;
+    bp_device *device;
+    void *handle;
+    unsigned flags;
+    atomic_bool recorded;
+};
+
+/* Validates a stream/event handle: NULL, destroyed (recently) or corrupt. `what` names
+ * the calling function for the message. */
+BP_INTERNAL bp_status bp_stream_check(const bp_stream *stream, const char *what);
+BP_INTERNAL bp_status bp_event_check(const bp_event *event, const char *what);
+/* Creates the device's default stream (used by bp_device_ensure_open). */
+BP_INTERNAL bp_status bp_stream_create_default(bp_device *device, bp_stream **out_stream);
+
+/* Destroyed stream/event wrappers stay allocated in a bounded quarantine so that a
+ * late use finds BP_MAGIC_DEAD instead of freed memory (handle.c). */
+BP_INTERNAL void bp_handle_retire(void *object);
+
+/* ---- caching allocator (allocator.c) ---- */
+
+typedef struct bp_allocator bp_allocator;
+
+BP_INTERNAL bp_status bp_allocator_create(bp_device *device, bp_allocator **out_allocator);
+BP_INTERNAL bp_status bp_allocator_alloc(bp_allocator *a, size_t size, bp_stream *stream,
+                                         void **out_ptr);
+BP_INTERNAL bp_status bp_allocator_free(bp_allocator *a, void *ptr);
+BP_INTERNAL bp_status bp_allocator_record_stream(bp_allocator *a, void *ptr, bp_stream *stream);
+BP_INTERNAL void bp_allocator_get_stats(bp_allocator *a, bp_memory_stats *stats);
+BP_INTERNAL bp_status bp_allocator_empty_cache(bp_allocator *a);
+BP_INTERNAL void bp_allocator_reset_peak(bp_allocator *a);
+BP_INTERNAL bp_status bp_allocator_set_limit(bp_allocator *a, uint64_t limit_bytes);
+/* Called by bp_stream_destroy after the stream was synchronized and before its handle
+ * is destroyed: cached blocks tagged with it become usable by every stream. */
+BP_INTERNAL void bp_allocator_stream_destroyed(bp_allocator *a, bp_stream *stream);
+
+/* ---- current device / stream (guard.c) ---- */
+
+/* This thread's current stream for `device`, or NULL when none was set. */
+BP_INTERNAL bp_stream *bp_guard_thread_stream(const bp_device *device);
+
+#endif

@@ -1,0 +1,78 @@
+/* backplane: devices, named "type[:index]" ("cpu", "cuda:1", "hip:0"). */
+#ifndef BACKPLANE_DEVICE_H
+#define BACKPLANE_DEVICE_H
+
+#include <stdint.h>
+#include <backplane/export.h>
+#include <backplane/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A device of a loaded backend. Devices are owned by the process-wide registry and
+ *  live until the process exits: they are never closed by the user, and a pointer may
+ *  be shared freely between threads. */
+typedef struct bp_device bp_device;
+
+/** Capability flags in bp_device_props.capabilities. A test or an application that
+ *  needs one checks it instead of guessing from the backend's name. */
+enum {
+    BP_CAP_ASYNC_STREAMS = 1u << 0, /**< stream work runs asynchronously to the host */
+    BP_CAP_TIMED_EVENTS = 1u << 1,  /**< events can measure elapsed time */
+    BP_CAP_PEER_COPY = 1u << 2,     /**< direct copies between devices of the backend */
+    BP_CAP_REGIONS = 1u << 3,       /**< the backend can take whole recorded regions */
+    BP_CAP_PINNED_HOST = 1u << 4,   /**< page-locked host memory for fast transfers */
+};
+
+#define BP_NAME_MAX 64
+
+/** What a device is and has. Set struct_size = sizeof(bp_device_props) before the
+ *  call; fields beyond a smaller struct_size are not written (older callers). */
+typedef struct bp_device_props {
+    uint32_t struct_size;
+    char name[BP_NAME_MAX];            /**< canonical name, "cuda:1" */
+    char type[BP_NAME_MAX];            /**< device type, "cuda" */
+    int index;                         /**< index within the type */
+    char backend_name[BP_NAME_MAX];    /**< backend (plugin) name */
+    char backend_version[BP_NAME_MAX]; /**< backend version string */
+    char description[128];             /**< model, "NVIDIA H100 80GB HBM3" */
+    uint64_t total_memory;             /**< bytes of device memory */
+    uint64_t free_memory;              /**< bytes free now, as the backend reports */
+    uint32_t capabilities;             /**< BP_CAP_* bits */
+    uint32_t dtypes;                   /**< BP_DTYPE_BIT() of each supported dtype */
+    int stream_priority_least;         /**< numerically largest (lowest) priority */
+    int stream_priority_greatest;      /**< numerically smallest (highest) priority */
+} bp_device_props;
+
+/** Opens the device named by `name`: "type" or "type:index", case-insensitive, where
+ *  type is a backend name or one of its aliases ("hip" for "rocm"); "cuda" means
+ *  "cuda:0". Loads plugins on first use. Thread-safe.
+ *  Errors: BP_ERR_INVALID_ARGUMENT for a malformed name, BP_ERR_NOT_FOUND for an
+ *  unknown type (the message lists the types present) or an index out of range
+ *  (the message gives the count). */
+BP_API bp_status bp_device_open(const char *name, bp_device **out_device);
+
+/** The process default device: the one named by the environment variable BP_DEVICE
+ *  when set, else "cpu". Errors as bp_device_open, naming BP_DEVICE. */
+BP_API bp_status bp_device_default(bp_device **out_device);
+
+/** Number of devices of every loaded backend. Never fails; loads plugins on first use. */
+BP_API int bp_device_count(void);
+
+/** The device at `ordinal` in 0..bp_device_count()-1, ordered by backend then index. */
+BP_API bp_status bp_device_get(int ordinal, bp_device **out_device);
+
+/** Canonical name of a device ("cuda:1"); the string lives as long as the device. */
+BP_API const char *bp_device_name(const bp_device *device);
+
+/** Fills `props` (see bp_device_props for struct_size). free_memory is read now. */
+BP_API bp_status bp_device_get_props(bp_device *device, bp_device_props *props);
+
+/** Waits until all work on every stream of the device has completed. */
+BP_API bp_status bp_device_synchronize(bp_device *device);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,65 @@
+/* backplane: plugin discovery and the list of loaded and skipped plugins.
+ *
+ * Plugins load lazily, once, on the first call that needs devices. They are found in:
+ *   1. BP_PLUGIN_PATH: colon-separated directories or plugin files, in order;
+ *   2. the directory backplane/plugins beside the libbackplane that is running (the
+ *      build tree when run from it, the install tree when installed);
+ *   3. the install tree's plugin directory compiled in at build time.
+ * In a directory, files named libbp_*.so are candidates, in name order.
+ * BP_AUTOLOAD=0 turns discovery off (the built-in cpu backend stays); BP_PLUGINS=a,b
+ * keeps only the plugins of those names, in that order. Of two candidates with one
+ * real path the first is used; of two plugins with one name the higher priority
+ * wins (the first found on a tie). A candidate that cannot be used is skipped with
+ * its reason; it never stops the others. BP_LOG=debug logs every decision.
+ */
+#ifndef BACKPLANE_LOADER_H
+#define BACKPLANE_LOADER_H
+
+#include <stdint.h>
+#include <backplane/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** State of one plugin candidate. */
+typedef enum bp_plugin_state {
+    BP_PLUGIN_LOADED = 0,  /**< in use */
+    BP_PLUGIN_SKIPPED = 1, /**< not used; `reason` says why */
+    BP_PLUGIN_BUILTIN = 2, /**< compiled into libbackplane (cpu) */
+} bp_plugin_state;
+
+/** One plugin candidate as seen by the loader. Strings live until process exit. */
+typedef struct bp_plugin_info {
+    uint32_t struct_size;
+    const char *name;    /**< device type, or "" when it could not be read */
+    const char *version; /**< backend version, or "" */
+    const char *path;    /**< library path, "(built-in)" for cpu */
+    uint32_t abi_major;  /**< ABI the plugin was built against (0 when unknown) */
+    uint32_t abi_minor;
+    int32_t priority;
+    bp_plugin_state state;
+    bp_status status;    /**< why it was skipped (BP_OK when loaded) */
+    const char *reason;  /**< one sentence for skipped plugins, "" otherwise */
+    int device_count;    /**< devices it reports */
+    const char *unavailable_reason; /**< why it reports zero devices, or "" */
+} bp_plugin_info;
+
+/** Number of candidates seen so far (loaded, built-in and skipped). Never fails. */
+BP_API int bp_plugin_count(void);
+
+/** Fills `info` (set info->struct_size = sizeof(bp_plugin_info) first) for candidate
+ *  `i` in 0..bp_plugin_count()-1, in the order they were considered. */
+BP_API bp_status bp_plugin_get_info(int i, bp_plugin_info *info);
+
+/** Loads one plugin library explicitly, after autoload. Its devices join the registry.
+ *  Errors: BP_ERR_NOT_FOUND (no such file or no entry symbol), BP_ERR_ABI_MISMATCH,
+ *  BP_ERR_INVALID_ARGUMENT (not a shared library, bad descriptor, a plugin of the
+ *  same name or real path already loaded), or the plugin's init error. Rejected
+ *  candidates are also listed by bp_plugin_get_info. Thread-safe. */
+BP_API bp_status bp_plugin_load(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,198 @@
+/* backplane plugin ABI: the only header a backend needs.
+ *
+ * A backend is a shared library that exports one symbol, BP_PLUGIN_ENTRY_SYMBOL, of
+ * type bp_plugin_entry_fn. The host calls it once after dlopen, checks the returned
+ * descriptor (ABI version, struct sizes, required functions), then calls init() with
+ * its services table. Everything after that goes through the vtables below.
+ *
+ * Rules that keep the ABI stable:
+ *  - every struct that crosses the boundary starts with uint32_t struct_size;
+ *  - fields are only ever appended; a new field bumps BP_PLUGIN_ABI_MINOR;
+ *  - the host accepts a plugin whose major equals BP_PLUGIN_ABI_MAJOR and whose minor
+ *    is at least BP_PLUGIN_ABI_MINOR_REQUIRED; it never reads past struct_size;
+ *  - handles are opaque void pointers owned by the backend; the host never looks inside.
+ *
+ * Threading: the host serialises init/shutdown and device open/close. Every other
+ * function may be called from many threads at once, on the same or different handles,
+ * except that a handle is never used after the host has destroyed it.
+ *
+ * Errors: a failing function returns a bp_status and describes the failure with
+ * host->set_error(), which becomes the user's bp_last_error().
+ */
+#ifndef BACKPLANE_PLUGIN_H
+#define BACKPLANE_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <backplane/device.h>
+#include <backplane/dtype.h>
+#include <backplane/export.h>
+#include <backplane/status.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BP_PLUGIN_ABI_MAJOR 1
+#define BP_PLUGIN_ABI_MINOR 0
+/** Oldest minor version of the current major that this host can drive. */
+#define BP_PLUGIN_ABI_MINOR_REQUIRED 0
+
+/** Name of the one exported symbol, and its type. */
+#define BP_PLUGIN_ENTRY_SYMBOL "bp_plugin_entry"
+struct bp_plugin_descriptor;
+typedef const struct bp_plugin_descriptor *(*bp_plugin_entry_fn)(void);
+
+/** Declares the entry function with default visibility:
+ *      BP_PLUGIN_EXPORT const bp_plugin_descriptor *bp_plugin_entry(void) { ... } */
+#define BP_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+/** Log levels for host->log. */
+typedef enum bp_log_level {
+    BP_LOG_ERROR = 0,
+    BP_LOG_WARN = 1,
+    BP_LOG_INFO = 2,
+    BP_LOG_DEBUG = 3,
+} bp_log_level;
+
+/** Services the host offers a plugin; valid from init until shutdown returns. */
+typedef struct bp_host_services {
+    uint32_t struct_size;
+    uint32_t abi_major;
+    uint32_t abi_minor;
+    /** Sets the calling thread's bp_last_error() to a printf-style message and
+     *  returns `status`, so a backend can write `return host->set_error(...)`. */
+    bp_status (*set_error)(bp_status status, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+    /** Writes "backplane[<source>] <level>: <message>" to stderr when `level` is
+     *  enabled (BP_LOG=error|warn|info|debug, default warn); `source` is the
+     *  plugin's name. */
+    void (*log)(bp_log_level level, const char *source, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+} bp_host_services;
+
+/** What the backend reports about one of its devices (host fills struct_size). */
+typedef struct bp_backend_device_props {
+    uint32_t struct_size;
+    char description[128];    /**< model name */
+    uint64_t total_memory;    /**< bytes */
+    uint32_t capabilities;    /**< BP_CAP_* */
+    uint32_t dtypes;          /**< BP_DTYPE_BIT() mask */
+    int stream_priority_least;
+    int stream_priority_greatest;
+} bp_backend_device_props;
+
+/** Devices. `backend` is the state init() returned; `device` a handle from open(). */
+typedef struct bp_device_vtable {
+    uint32_t struct_size;
+    /** Number of devices; never fails (0 when the runtime or hardware is absent). */
+    int (*count)(void *backend);
+    /** Why count() is 0 ("libcuda.so.1 not found"), or NULL. Optional. */
+    const char *(*unavailable_reason)(void *backend);
+    bp_status (*get_props)(void *backend, int index, bp_backend_device_props *props);
+    bp_status (*open)(void *backend, int index, void **out_device);
+    void (*close)(void *device);
+    /** Current free and total bytes. */
+    bp_status (*mem_info)(void *device, uint64_t *out_free, uint64_t *out_total);
+    /** Waits for all work on all streams of the device. */
+    bp_status (*synchronize)(void *device);
+} bp_device_vtable;
+
+/** Streams: in-order queues. */
+typedef struct bp_stream_vtable {
+    uint32_t struct_size;
+    bp_status (*create)(void *device, int priority, void **out_stream);
+    /** Called only after synchronize() returned; frees the stream. */
+    void (*destroy)(void *stream);
+    bp_status (*synchronize)(void *stream);
+    /** BP_OK when idle, BP_ERR_NOT_READY when not (without set_error). */
+    bp_status (*query)(void *stream);
+    /** Later work on `stream` waits for `event` (recorded, on the same backend). */
+    bp_status (*wait_event)(void *stream, void *event);
+} bp_stream_vtable;
+
+/** Events: markers in streams. The host tracks whether an event was ever recorded;
+ *  the backend only sees events that were. */
+typedef struct bp_event_vtable {
+    uint32_t struct_size;
+    /** `timing`: nonzero when the event must take timestamps. */
+    bp_status (*create)(void *device, int timing, void **out_event);
+    void (*destroy)(void *event);
+    bp_status (*record)(void *event, void *stream);
+    /** BP_OK when complete, BP_ERR_NOT_READY when not (without set_error). */
+    bp_status (*query)(void *event);
+    bp_status (*synchronize)(void *event);
+    /** Both events complete and timed. Optional when no device has BP_CAP_TIMED_EVENTS. */
+    bp_status (*elapsed_ms)(void *start, void *end, float *out_ms);
+} bp_event_vtable;
+
+/** Direction of a copy within one backend. */
+typedef enum bp_copy_kind {
+    BP_COPY_HOST_TO_DEVICE = 0,
+    BP_COPY_DEVICE_TO_HOST = 1,
+    BP_COPY_DEVICE_TO_DEVICE = 2, /**< both pointers on the stream's device */
+} bp_copy_kind;
+
+/** Raw memory. The host's caching allocator sits above alloc/free: a backend hands
+ *  out large segments and need not cache. Device pointers are opaque addresses the
+ *  backend understands; the host does arithmetic on them (offsets into a segment),
+ *  so a backend must accept base+offset for any offset inside an allocation. */
+typedef struct bp_memory_vtable {
+    uint32_t struct_size;
+    /** Allocates at least 256-byte aligned device memory; BP_ERR_OUT_OF_MEMORY when
+     *  the device has none left (the host then frees its cache and retries). */
+    bp_status (*alloc)(void *device, size_t size, void **out_ptr);
+    /** Frees memory from alloc; the host only does so when no work uses it. */
+    void (*free)(void *device, void *ptr);
+    /** Host memory for fast transfers; optional (the host falls back to aligned
+     *  malloc) unless the device reports BP_CAP_PINNED_HOST. */
+    bp_status (*host_alloc)(void *device, size_t size, void **out_ptr);
+    void (*host_free)(void *device, void *ptr);
+    /** Enqueues a copy on `stream` (of the device the device pointers belong to). */
+    bp_status (*copy_async)(void *stream, void *dst, const void *src, size_t size,
+                            bp_copy_kind kind);
+    /** Enqueues a copy from `src` on `src_device` to `dst` on `dst_device`, two devices
+     *  of this backend, on `stream` of either. Optional: required with BP_CAP_PEER_COPY. */
+    bp_status (*copy_peer_async)(void *stream, void *dst, void *dst_device, const void *src,
+                                 void *src_device, size_t size);
+    /** Enqueues setting `size` bytes at `ptr` to the byte `value`. */
+    bp_status (*memset_async)(void *stream, void *ptr, int value, size_t size);
+} bp_memory_vtable;
+
+/** Current-device hook: the host keeps the current device and stream of each thread
+ *  and calls set_current when a guard makes one of this backend's devices current
+ *  on a thread (a CUDA backend makes its context current). Optional. */
+typedef struct bp_guard_vtable {
+    uint32_t struct_size;
+    bp_status (*set_current)(void *device);
+} bp_guard_vtable;
+
+/** Reserved for region execution (the context-hints work); must be NULL in ABI 1.0. */
+struct bp_region_vtable;
+
+/** What bp_plugin_entry returns: static data that lives as long as the library. */
+typedef struct bp_plugin_descriptor {
+    uint32_t struct_size;       /**< sizeof(bp_plugin_descriptor) the plugin was built with */
+    uint32_t abi_major;         /**< BP_PLUGIN_ABI_MAJOR the plugin was built with */
+    uint32_t abi_minor;         /**< BP_PLUGIN_ABI_MINOR the plugin was built with */
+    const char *name;           /**< device type, [a-z][a-z0-9_]*, at most 31 chars */
+    const char *const *aliases; /**< NULL-terminated other names for the type, or NULL */
+    const char *version;        /**< the backend's own version string */
+    int32_t priority;           /**< among plugins of one name, the highest wins */
+    /** Brings the backend up and returns its state. May find zero devices and still
+     *  succeed: failure means the plugin cannot work at all. */
+    bp_status (*init)(const bp_host_services *host, void **out_backend);
+    /** Frees the backend's state. Optional. */
+    void (*shutdown)(void *backend);
+    const bp_device_vtable *device;
+    const bp_stream_vtable *stream;
+    const bp_event_vtable *event;
+    const bp_memory_vtable *memory;
+    const bp_guard_vtable *guard;          /**< optional */
+    const struct bp_region_vtable *region; /**< reserved: NULL */
+} bp_plugin_descriptor;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,140 @@
+/* Plugins with one defect each, for the loader tests. One source; the build picks the
+ * defect with a definition:
+ *   BROKEN_WRONG_ABI      built for the next major ABI
+ *   BROKEN_NO_SYMBOL      exports its entry under the wrong name
+ *   BROKEN_BAD_INIT       init fails the way a missing driver would
+ *   BROKEN_OLD_HEADER     descriptor smaller than ABI 1.0 requires
+ *   BROKEN_RESERVED_NAME  calls itself "cpu"
+ *   NO_DEVICES            valid, but finds no hardware (count 0 with a reason)
+ * Everything else is a valid stub, so each fails for exactly its one reason. */
+#include <stddef.h>
+
+#include <backplane/plugin.h>
+
+#if defined(BROKEN_WRONG_ABI)
+#define PLUGIN_NAME "wrongabi"
+#elif defined(BROKEN_NO_SYMBOL)
+#define PLUGIN_NAME "nosymbol"
+#elif defined(BROKEN_BAD_INIT)
+#define PLUGIN_NAME "badinit"
+#elif defined(BROKEN_OLD_HEADER)
+#define PLUGIN_NAME "oldheader"
+#elif defined(BROKEN_RESERVED_NAME)
+#define PLUGIN_NAME "cpu"
+#elif defined(NO_DEVICES)
+#define PLUGIN_NAME "nodev"
+#else
+#error "define one of the cases listed at the top"
+#endif
+
+#ifndef BROKEN_BAD_INIT
+static int backend_state; /* init hands out its address: any non-NULL state will do */
+#endif
+
+static bp_status stub_init(const bp_host_services *host, void **out_backend) {
+#ifdef BROKEN_BAD_INIT
+    return host->set_error(BP_ERR_DEVICE_LOST,
+                           "badinit: simulated driver failure (the runtime did not respond)");
+#else
+    *out_backend = &backend_state;
+    return BP_OK;
+#endif
+}
+
+static int stub_count(void *backend) { return 0; }
+static const char *stub_unavailable(void *backend) {
+    return "simulated: no " PLUGIN_NAME " hardware present";
+}
+static bp_status stub_get_props(void *backend, int index, bp_backend_device_props *props) {
+    return BP_ERR_NOT_FOUND;
+}
+static bp_status stub_open(void *backend, int index, void **out_device) { return BP_ERR_NOT_FOUND; }
+static void stub_close(void *device) {}
+static bp_status stub_mem_info(void *device, uint64_t *out_free, uint64_t *out_total) {
+    return BP_ERR_UNSUPPORTED;
+}
+static bp_status stub_sync(void *handle) { return BP_ERR_UNSUPPORTED; }
+static bp_status stub_create(void *device, int arg, void **out_handle) {
+    return BP_ERR_UNSUPPORTED;
+}
+static void stub_destroy(void *handle) {}
+static bp_status stub_wait(void *stream, void *event) { return BP_ERR_UNSUPPORTED; }
+static bp_status stub_record(void *event, void *stream) { return BP_ERR_UNSUPPORTED; }
+static bp_status stub_alloc(void *device, size_t size, void **out_ptr) {
+    return BP_ERR_OUT_OF_MEMORY;
+}
+static void stub_free(void *device, void *ptr) {}
+static bp_status stub_copy(void *stream, void *dst, const void *src, size_t size,
+                           bp_copy_kind kind) {
+    return BP_ERR_UNSUPPORTED;
+}
+static bp_status stub_memset(void *stream, void *ptr, int value, size_t size) {
+    return BP_ERR_UNSUPPORTED;
+}
+
+static const bp_device_vtable device_vtable = {
+    .struct_size = sizeof(bp_device_vtable),
+    .count = stub_count,
+    .unavailable_reason = stub_unavailable,
+    .get_props = stub_get_props,
+    .open = stub_open,
+    .close = stub_close,
+    .mem_info = stub_mem_info,
+    .synchronize = stub_sync,
+};
+
+static const bp_stream_vtable stream_vtable = {
+    .struct_size = sizeof(bp_stream_vtable),
+    .create = stub_create,
+    .destroy = stub_destroy,
+    .synchronize = stub_sync,
+    .query = stub_sync,
+    .wait_event = stub_wait,
+};
+
+static const bp_event_vtable event_vtable = {
+    .struct_size = sizeof(bp_event_vtable),
+    .create = stub_create,
+    .destroy = stub_destroy,
+    .record = stub_record,
+    .query = stub_sync,
+    .synchronize = stub_sync,
+};
+
+static const bp_memory_vtable memory_vtable = {
+    .struct_size = sizeof(bp_memory_vtable),
+    .alloc = stub_alloc,
+    .free = stub_free,
+    .copy_async = stub_copy,
+    .memset_async = stub_memset,
+};
+
+static const bp_plugin_descriptor descriptor = {
+#ifdef BROKEN_OLD_HEADER
+    /* As if built before the guard and region fields were added. */
+    .struct_size = offsetof(bp_plugin_descriptor, guard),
+#else
+    .struct_size = sizeof(bp_plugin_descriptor),
+#endif
+#ifdef BROKEN_WRONG_ABI
+    .abi_major = BP_PLUGIN_ABI_MAJOR + 1,
+    .abi_minor = 0,
+#else
+    .abi_major = BP_PLUGIN_ABI_MAJOR,
+    .abi_minor = BP_PLUGIN_ABI_MINOR,
+#endif
+    .name = PLUGIN_NAME,
+    .version = "0.0.1",
+    .init = stub_init,
+    .device = &device_vtable,
+    .stream = &stream_vtable,
+    .event = &event_vtable,
+    .memory = &memory_vtable,
+};
+
+#ifdef BROKEN_NO_SYMBOL
+/* A typo in the entry name: the library loads but is not a plugin. */
+BP_PLUGIN_EXPORT const bp_plugin_descriptor *bp_plugin_entry_v0(void) { return &descriptor; }
+#else
+BP_PLUGIN_EXPORT const bp_plugin_descriptor *bp_plugin_entry(void) { return &descriptor; }
+#endif

@@ -1,0 +1,165 @@
+/* bp-info: runs the tool as a user would and checks its JSON and text output. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "test_util.h"
+
+#define PLUGIN_DIR(name) BP_TEST_PLUGIN_DIR "/" name
+
+/* Runs bp-info with `option` (or none) and `env`; returns the exit status. */
+static int run_info(const char *option, const char *const *env, char **out) {
+    const char *argv[] = {BP_INFO_EXE, option, NULL};
+    return bp_test_run_command(argv, env, out);
+}
+
+static cJSON *run_json(const char *const *env) {
+    char *out = NULL;
+    int rc = run_info("--json", env, &out);
+    assert_non_null(out);
+    if (rc != 0)
+        fail_msg("bp-info --json exited %d; output:\n%s", rc, out);
+    cJSON *root = cJSON_Parse(out);
+    if (!root)
+        fail_msg("bp-info --json printed invalid JSON:\n%s", out);
+    free(out);
+    return root;
+}
+
+static const char *string_of(const cJSON *object, const char *key) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
+    assert_true(cJSON_IsString(item));
+    return item->valuestring;
+}
+
+/* The element of array `key` whose `field` contains `needle`, or NULL. */
+static const cJSON *find_entry(const cJSON *root, const char *key, const char *field,
+                               const char *needle) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, key);
+    assert_true(cJSON_IsArray(list));
+    const cJSON *item;
+    cJSON_ArrayForEach(item, list) {
+        const cJSON *value = cJSON_GetObjectItemCaseSensitive(item, field);
+        if (cJSON_IsString(value) && strstr(value->valuestring, needle))
+            return item;
+    }
+    return NULL;
+}
+
+static int has_string(const cJSON *array, const char *value) {
+    assert_true(cJSON_IsArray(array));
+    const cJSON *item;
+    cJSON_ArrayForEach(item, array) {
+        if (cJSON_IsString(item) && strcmp(item->valuestring, value) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void check_cpu_listed(const cJSON *root) {
+    const cJSON *cpu = find_entry(root, "plugins", "name", "cpu");
+    assert_non_null(cpu);
+    assert_string_equal(string_of(cpu, "state"), "built-in");
+    assert_string_equal(string_of(cpu, "path"), "(built-in)");
+    assert_string_equal(string_of(cpu, "status"), "BP_OK");
+
+    const cJSON *dev = find_entry(root, "devices", "name", "cpu:0");
+    assert_non_null(dev);
+    assert_string_equal(string_of(dev, "type"), "cpu");
+    assert_string_equal(string_of(dev, "backend"), "cpu");
+    const cJSON *total = cJSON_GetObjectItemCaseSensitive(dev, "total_memory");
+    assert_true(cJSON_IsNumber(total) && total->valuedouble > 0);
+    assert_true(has_string(cJSON_GetObjectItemCaseSensitive(dev, "dtypes"), "f32"));
+    assert_true(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(dev, "capabilities")));
+    const cJSON *priority = cJSON_GetObjectItemCaseSensitive(dev, "stream_priority");
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(priority, "least")));
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(priority, "greatest")));
+}
+
+static void test_default_json(void **state) {
+    cJSON *root = run_json(NULL);
+    assert_string_equal(string_of(root, "version"), bp_version());
+    check_cpu_listed(root);
+    cJSON_Delete(root);
+}
+
+/* The acceptance case: a plugin of the wrong ABI is listed with its reason and
+ * nothing else breaks. */
+static void test_wrong_abi_listed(void **state) {
+    const char *env[] = {"BP_PLUGIN_PATH=" PLUGIN_DIR("wrong_abi"), NULL};
+    cJSON *root = run_json(env);
+    const cJSON *p = find_entry(root, "plugins", "path", "libbp_wrongabi.so");
+    assert_non_null(p);
+    assert_string_equal(string_of(p, "state"), "skipped");
+    assert_string_equal(string_of(p, "status"), "BP_ERR_ABI_MISMATCH");
+    assert_string_equal(string_of(p, "abi"), "2.0");
+    const char *reason = string_of(p, "reason");
+    if (!bp_test_contains(reason, "ABI 2.0") || !bp_test_contains(reason, "ABI 1.x"))
+        fail_msg("reason '%s' does not name both ABI versions", reason);
+    check_cpu_listed(root);
+    cJSON_Delete(root);
+}
+
+static void test_good_plugin_json(void **state) {
+    const char *env[] = {"BP_PLUGIN_PATH=" PLUGIN_DIR("good") ":" PLUGIN_DIR("no_devices"), NULL};
+    cJSON *root = run_json(env);
+    const cJSON *p = find_entry(root, "plugins", "name", "testdev");
+    assert_non_null(p);
+    assert_string_equal(string_of(p, "state"), "loaded");
+    assert_string_equal(string_of(p, "abi"), "1.0");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(p, "device_count")->valueint, 2);
+    const cJSON *nodev = find_entry(root, "plugins", "name", "nodev");
+    assert_non_null(nodev);
+    assert_true(bp_test_contains(string_of(nodev, "unavailable_reason"), "no nodev hardware"));
+
+    const cJSON *dev = find_entry(root, "devices", "name", "testdev:1");
+    assert_non_null(dev);
+    assert_string_equal(string_of(dev, "backend_version"), "1.0.0");
+    assert_true(bp_test_contains(string_of(dev, "description"), "test device 1"));
+    assert_true(has_string(cJSON_GetObjectItemCaseSensitive(dev, "capabilities"), "peer_copy"));
+    check_cpu_listed(root);
+    cJSON_Delete(root);
+}
+
+static void test_text_output(void **state) {
+    char *out = NULL;
+    assert_int_equal(run_info(NULL, NULL, &out), 0);
+    assert_true(bp_test_contains(out, "cpu:0"));
+    assert_true(bp_test_contains(out, "built-in"));
+    assert_true(bp_test_contains(out, bp_version()));
+    free(out);
+
+    const char *env[] = {"BP_PLUGIN_PATH=" PLUGIN_DIR("good") ":" PLUGIN_DIR(
+                             "wrong_abi") ":" PLUGIN_DIR("no_devices"),
+                         NULL};
+    assert_int_equal(run_info(NULL, env, &out), 0);
+    if (!bp_test_contains(out, "testdev:1") || !bp_test_contains(out, "ABI 2.0") ||
+        !bp_test_contains(out, "no nodev hardware"))
+        fail_msg("unexpected text output:\n%s", out);
+    free(out);
+}
+
+static void test_bad_option(void **state) {
+    char *out = NULL;
+    assert_int_equal(run_info("--bogus", NULL, &out), 2);
+    assert_string_equal(out, ""); /* usage goes to stderr */
+    free(out);
+    assert_int_equal(run_info("--help", NULL, &out), 0);
+    assert_true(bp_test_contains(out, "Usage: bp-info"));
+    free(out);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_default_json),     cmocka_unit_test(test_wrong_abi_listed),
+        cmocka_unit_test(test_good_plugin_json), cmocka_unit_test(test_text_output),
+        cmocka_unit_test(test_bad_option),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

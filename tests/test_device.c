@@ -1,0 +1,149 @@
+/* Device names, enumeration, properties and the process default device. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+static void test_open_by_name_variants(void **state) {
+    (void)state;
+    bp_device *cpu = bp_test_cpu();
+    static const char *const same[] = {"cpu", "CPU", "cpu:0", "Cpu:0", "cpu:000"};
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        bp_device *dev = NULL;
+        BP_ASSERT_OK(bp_device_open(same[i], &dev));
+        assert_ptr_equal(dev, cpu);
+    }
+    assert_string_equal(bp_device_name(cpu), "cpu:0");
+}
+
+static void test_bad_names(void **state) {
+    (void)state;
+    bp_device *dev = NULL;
+    BP_ASSERT_ERR(bp_device_open(NULL, &dev), BP_ERR_INVALID_ARGUMENT, "name is NULL");
+    BP_ASSERT_ERR(bp_device_open("cpu", NULL), BP_ERR_INVALID_ARGUMENT, "out_device is NULL");
+    BP_ASSERT_ERR(bp_device_open("", &dev), BP_ERR_INVALID_ARGUMENT, "empty device name");
+    BP_ASSERT_ERR(bp_device_open("cpu:", &dev), BP_ERR_INVALID_ARGUMENT, "malformed device index");
+    BP_ASSERT_ERR(bp_device_open("cpu:x", &dev), BP_ERR_INVALID_ARGUMENT, "malformed device index");
+    BP_ASSERT_ERR(bp_device_open("cpu:-1", &dev), BP_ERR_INVALID_ARGUMENT, "malformed device index");
+    BP_ASSERT_ERR(bp_device_open("cpu:0:1", &dev), BP_ERR_INVALID_ARGUMENT, "malformed");
+    BP_ASSERT_ERR(bp_device_open("cpu:99999999", &dev), BP_ERR_INVALID_ARGUMENT, "malformed");
+    BP_ASSERT_ERR(bp_device_open(" cpu", &dev), BP_ERR_INVALID_ARGUMENT, "malformed device name");
+    BP_ASSERT_ERR(bp_device_open("c-pu", &dev), BP_ERR_INVALID_ARGUMENT, "malformed device name");
+    char longname[200];
+    memset(longname, 'a', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    BP_ASSERT_ERR(bp_device_open(longname, &dev), BP_ERR_INVALID_ARGUMENT, "too long");
+    /* Unknown type: the message lists the types that exist. */
+    BP_ASSERT_ERR(bp_device_open("cuda:1", &dev), BP_ERR_NOT_FOUND, "unknown device type 'cuda'");
+    BP_ASSERT_ERR(bp_device_open("cuda:1", &dev), BP_ERR_NOT_FOUND, "types present: cpu");
+    /* Index out of range: the message gives the count. */
+    BP_ASSERT_ERR(bp_device_open("cpu:1", &dev), BP_ERR_NOT_FOUND, "has 1 device(s), cpu:0 to cpu:0");
+}
+
+static void test_enumeration(void **state) {
+    (void)state;
+    int count = bp_device_count();
+    assert_true(count >= 1);
+    bp_device *first = NULL;
+    BP_ASSERT_OK(bp_device_get(0, &first));
+    assert_ptr_equal(first, bp_test_cpu());
+    for (int i = 0; i < count; i++) {
+        bp_device *dev = NULL;
+        BP_ASSERT_OK(bp_device_get(i, &dev));
+        bp_device *again = NULL;
+        BP_ASSERT_OK(bp_device_open(bp_device_name(dev), &again));
+        assert_ptr_equal(dev, again);
+    }
+    bp_device *dev = NULL;
+    BP_ASSERT_ERR(bp_device_get(count, &dev), BP_ERR_NOT_FOUND, "no device at ordinal");
+    BP_ASSERT_ERR(bp_device_get(-1, &dev), BP_ERR_NOT_FOUND, "no device at ordinal -1");
+    BP_ASSERT_ERR(bp_device_get(0, NULL), BP_ERR_INVALID_ARGUMENT, "NULL");
+}
+
+static void test_props(void **state) {
+    (void)state;
+    bp_device *cpu = bp_test_cpu();
+    bp_device_props props = {.struct_size = sizeof props};
+    BP_ASSERT_OK(bp_device_get_props(cpu, &props));
+    assert_string_equal(props.name, "cpu:0");
+    assert_string_equal(props.type, "cpu");
+    assert_int_equal(props.index, 0);
+    assert_string_equal(props.backend_name, "cpu");
+    assert_string_equal(props.backend_version, BP_VERSION_STRING);
+    assert_true(strlen(props.description) > 0);
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    assert_int_equal(props.total_memory, (uint64_t)pages * (uint64_t)page);
+    assert_true(props.free_memory > 0 && props.free_memory <= props.total_memory);
+    assert_true(props.capabilities & BP_CAP_ASYNC_STREAMS);
+    assert_true(props.capabilities & BP_CAP_TIMED_EVENTS);
+    assert_int_equal(props.dtypes, (1u << BP_DTYPE_COUNT) - 1);
+    assert_true(props.stream_priority_greatest <= props.stream_priority_least);
+
+    /* An older caller with a smaller struct gets only its fields written. */
+    unsigned char buf[sizeof(bp_device_props) + 16];
+    memset(buf, 0xAB, sizeof buf);
+    bp_device_props *small = (bp_device_props *)buf;
+    small->struct_size = (uint32_t)offsetof(bp_device_props, backend_name);
+    BP_ASSERT_OK(bp_device_get_props(cpu, small));
+    assert_string_equal(small->name, "cpu:0");
+    for (size_t i = offsetof(bp_device_props, backend_name); i < sizeof buf; i++)
+        assert_int_equal(buf[i], 0xAB);
+
+    bp_device_props bad = {.struct_size = 0};
+    BP_ASSERT_ERR(bp_device_get_props(cpu, &bad), BP_ERR_INVALID_ARGUMENT, "struct_size");
+    bad.struct_size = sizeof bad + 100;
+    BP_ASSERT_ERR(bp_device_get_props(cpu, &bad), BP_ERR_INVALID_ARGUMENT, "struct_size");
+    BP_ASSERT_ERR(bp_device_get_props(NULL, &props), BP_ERR_INVALID_ARGUMENT, "device is NULL");
+}
+
+static void test_synchronize(void **state) {
+    (void)state;
+    BP_ASSERT_OK(bp_device_synchronize(bp_test_cpu()));
+    BP_ASSERT_ERR(bp_device_synchronize(NULL), BP_ERR_INVALID_ARGUMENT, "NULL");
+}
+
+static void child_default_is(void *arg) {
+    bp_device *dev = NULL;
+    CHILD_CHECK(bp_device_default(&dev) == BP_OK);
+    CHILD_CHECK(strcmp(bp_device_name(dev), (const char *)arg) == 0);
+}
+
+static void child_default_fails(void *arg) {
+    (void)arg;
+    bp_device *dev = NULL;
+    CHILD_CHECK(bp_device_default(&dev) == BP_ERR_NOT_FOUND);
+    CHILD_CHECK(strstr(bp_last_error(), "BP_DEVICE") != NULL);
+    CHILD_CHECK(strstr(bp_last_error(), "types present: cpu") != NULL);
+}
+
+static void test_default_device_from_environment(void **state) {
+    (void)state;
+    const char *const unset[] = {"BP_DEVICE=", NULL};
+    assert_int_equal(bp_test_run_child(child_default_is, "cpu:0", unset), 0);
+    const char *const upper[] = {"BP_DEVICE=CPU:0", NULL};
+    assert_int_equal(bp_test_run_child(child_default_is, "cpu:0", upper), 0);
+    const char *const bad[] = {"BP_DEVICE=warp9:2", NULL};
+    assert_int_equal(bp_test_run_child(child_default_fails, NULL, bad), 0);
+    const char *const plugin[] = {"BP_PLUGIN_PATH=" BP_TEST_PLUGIN_DIR "/good",
+                                  "BP_DEVICE=tdev:1", NULL};
+    assert_int_equal(bp_test_run_child(child_default_is, "testdev:1", plugin), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        /* First: its children must not inherit an initialised registry. */
+        cmocka_unit_test(test_default_device_from_environment),
+        cmocka_unit_test(test_open_by_name_variants),
+        cmocka_unit_test(test_bad_names),
+        cmocka_unit_test(test_enumeration),
+        cmocka_unit_test(test_props),
+        cmocka_unit_test(test_synchronize),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

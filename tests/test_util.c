@@ -1,0 +1,118 @@
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+bp_device *bp_test_cpu(void) {
+    bp_device *dev = NULL;
+    BP_ASSERT_OK(bp_device_open("cpu", &dev));
+    assert_non_null(dev);
+    return dev;
+}
+
+int bp_test_contains(const char *haystack, const char *needle) {
+    return strstr(haystack ? haystack : "", needle ? needle : "") != NULL;
+}
+
+void bp_test_fill_random(void *buf, size_t size, uint64_t seed) {
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    unsigned char *p = buf;
+    for (size_t i = 0; i < size; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (unsigned char)(x >> 24);
+    }
+}
+
+static void apply_env(const char *const *env) {
+    for (; env && *env; env++) {
+        const char *eq = strchr(*env, '=');
+        if (!eq)
+            continue;
+        char name[256];
+        size_t n = (size_t)(eq - *env);
+        if (n >= sizeof name)
+            continue;
+        memcpy(name, *env, n);
+        name[n] = '\0';
+        if (eq[1] == '\0')
+            unsetenv(name);
+        else
+            setenv(name, eq + 1, 1);
+    }
+}
+
+static int decode_wait_status(int status) {
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        return 128 + WTERMSIG(status);
+    return -1;
+}
+
+int bp_test_run_child(void (*fn)(void *arg), void *arg, const char *const *env) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        apply_env(env);
+        fn(arg);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(0);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) < 0)
+        return -1;
+    return decode_wait_status(status);
+}
+
+int bp_test_run_command(const char *const *argv, const char *const *env, char **out_stdout) {
+    int fds[2];
+    *out_stdout = NULL;
+    if (pipe(fds) != 0)
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[1]);
+        apply_env(env);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (len + 1024 > cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+        }
+        ssize_t n = read(fds[0], buf + len, cap - len - 1);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    *out_stdout = buf;
+    return decode_wait_status(status);
+}

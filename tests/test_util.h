@@ -1,0 +1,62 @@
+/* Helpers shared by the unit tests. Include after <setjmp.h>, <stdarg.h>, <stddef.h>
+ * and <cmocka.h> (cmocka's own requirement). */
+#ifndef BP_TEST_UTIL_H
+#define BP_TEST_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <backplane/backplane.h>
+
+/* Asserts that `expr` returns BP_OK; on failure prints the status and bp_last_error(). */
+#define BP_ASSERT_OK(expr)                                                                 \
+    do {                                                                                   \
+        bp_status bp_assert_st_ = (expr);                                                  \
+        if (bp_assert_st_ != BP_OK)                                                        \
+            fail_msg("%s -> %s: %s", #expr, bp_status_str(bp_assert_st_), bp_last_error()); \
+    } while (0)
+
+/* Asserts that `expr` returns `status` and that the last error contains `needle`. */
+#define BP_ASSERT_ERR(expr, status, needle)                                                \
+    do {                                                                                   \
+        bp_status bp_assert_st_ = (expr);                                                  \
+        if (bp_assert_st_ != (status))                                                     \
+            fail_msg("%s -> %s, expected %s (%s)", #expr, bp_status_str(bp_assert_st_),      \
+                     bp_status_str(status), bp_last_error());                             \
+        if (!bp_test_contains(bp_last_error(), (needle)))                                  \
+            fail_msg("%s: message '%s' lacks '%s'", #expr, bp_last_error(), (needle));       \
+    } while (0)
+
+/* The cpu device, asserting it opens. */
+bp_device *bp_test_cpu(void);
+
+/* strstr that treats NULL as "". */
+int bp_test_contains(const char *haystack, const char *needle);
+
+/* Deterministic pseudo-random bytes (xorshift) for buffers that must not be zeros. */
+void bp_test_fill_random(void *buf, size_t size, uint64_t seed);
+
+/* Checks inside a forked child: on failure print the location and _exit(1). */
+#define CHILD_CHECK(cond)                                                                  \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            fprintf(stderr, "%s:%d: child check failed: %s (last error: %s)\n", __FILE__,  \
+                    __LINE__, #cond, bp_last_error());                                     \
+            fflush(stderr);                                                                \
+            _exit(1);                                                                      \
+        }                                                                                  \
+    } while (0)
+
+/* Runs fn(arg) in a forked child after setting the environment entries "NAME=value"
+ * (a NULL-terminated list; "NAME=" unsets). The registry initialises once per
+ * process, so tests of environment-dependent loading run in children, and the child
+ * inherits the parent's registry: such tests must run before anything in the parent
+ * touches devices (list them first in main). Returns the child's exit status (0 =
+ * every CHILD_CHECK held), or 128+signal. */
+int bp_test_run_child(void (*fn)(void *arg), void *arg, const char *const *env);
+
+/* Runs a command with `env` entries added (as above), capturing stdout into a
+ * malloc'ed string (*out_stdout, caller frees). Returns the exit status. */
+int bp_test_run_command(const char *const *argv, const char *const *env, char **out_stdout);
+
+#endif

@@ -1,0 +1,21 @@
+/* bp-bench modes. Each mode lives in its own file and is listed in bp_bench.c. */
+#ifndef BP_BENCH_H
+#define BP_BENCH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* A mode's entry: argv[0] is the mode name, options follow. Returns the exit status:
+ * 0 done, 1 the measurement failed, 2 a bad command line. */
+typedef int (*bp_bench_run_fn)(int argc, char **argv);
+/* Prints the mode's options. */
+typedef void (*bp_bench_usage_fn)(FILE *out);
+
+int bp_bench_alloc_run(int argc, char **argv);
+void bp_bench_alloc_usage(FILE *out);
+
+/* Parses a positive count with an optional k, m or g suffix (powers of 1024).
+ * Returns 0 on success, -1 for anything else (empty, zero, junk, overflow). */
+int bp_bench_parse_count(const char *text, uint64_t *out);
+
+#endif
