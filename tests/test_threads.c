@@ -11,7 +11,9 @@
 
 #include "test_util.h"
 
-enum { THREADS = 8, STREAMS = 4, ITERS = 12, PAYLOAD = 256 << 10, SLOW = 4 << 20 };
+/* REUSE is above the allocator's small-block limit, so each such block owns its segment
+ * and a freed one is a candidate for another stream at once. */
+enum { THREADS = 8, STREAMS = 4, ITERS = 12, PAYLOAD = 256 << 10, REUSE = 3 << 20, SLOW = 4 << 20 };
 
 struct worker {
     int id;
@@ -64,20 +66,20 @@ static void chain_across_streams(struct worker *w, bp_stream **s, void *slow,
 static void reuse_across_streams(struct worker *w, bp_stream *a, bp_stream *b, void *slow,
                                  unsigned char *in, unsigned char *out, int iter) {
     bp_device *dev = w->dev;
-    bp_test_fill_random(in, PAYLOAD, (uint64_t)(w->id * 7777 + iter + 3));
+    bp_test_fill_random(in, REUSE, (uint64_t)(w->id * 7777 + iter + 3));
     void *x = NULL, *y = NULL, *z = NULL;
-    WORKER_CHECK(w, bp_memory_alloc(dev, PAYLOAD, a, &x) == BP_OK);
-    WORKER_CHECK(w, bp_memory_alloc(dev, PAYLOAD, a, &y) == BP_OK);
-    WORKER_CHECK(w, bp_memory_copy_async(x, dev, in, NULL, PAYLOAD, a) == BP_OK);
+    WORKER_CHECK(w, bp_memory_alloc(dev, REUSE, a, &x) == BP_OK);
+    WORKER_CHECK(w, bp_memory_alloc(dev, REUSE, a, &y) == BP_OK);
+    WORKER_CHECK(w, bp_memory_copy_async(x, dev, in, NULL, REUSE, a) == BP_OK);
     WORKER_CHECK(w, bp_memory_set_async(dev, slow, 1, SLOW, a) == BP_OK);
-    WORKER_CHECK(w, bp_memory_copy_async(y, dev, x, dev, PAYLOAD, a) == BP_OK);
+    WORKER_CHECK(w, bp_memory_copy_async(y, dev, x, dev, REUSE, a) == BP_OK);
     WORKER_CHECK(w, bp_memory_free(dev, x) == BP_OK);
-    WORKER_CHECK(w, bp_memory_alloc(dev, PAYLOAD, b, &z) == BP_OK);
-    WORKER_CHECK(w, bp_memory_set_async(dev, z, 0x5A, PAYLOAD, b) == BP_OK);
-    WORKER_CHECK(w, bp_memory_copy_async(out, NULL, y, dev, PAYLOAD, a) == BP_OK);
+    WORKER_CHECK(w, bp_memory_alloc(dev, REUSE, b, &z) == BP_OK);
+    WORKER_CHECK(w, bp_memory_set_async(dev, z, 0x5A, REUSE, b) == BP_OK);
+    WORKER_CHECK(w, bp_memory_copy_async(out, NULL, y, dev, REUSE, a) == BP_OK);
     WORKER_CHECK(w, bp_stream_synchronize(a) == BP_OK);
     WORKER_CHECK(w, bp_stream_synchronize(b) == BP_OK);
-    WORKER_CHECK(w, memcmp(in, out, PAYLOAD) == 0);
+    WORKER_CHECK(w, memcmp(in, out, REUSE) == 0);
     WORKER_CHECK(w, bp_memory_free(dev, y) == BP_OK);
     WORKER_CHECK(w, bp_memory_free(dev, z) == BP_OK);
 }
@@ -112,7 +114,7 @@ static void *worker_main(void *p) {
         WORKER_CHECK(w, bp_stream_create(w->dev, i % 2 ? -1 : 0, &s[i]) == BP_OK);
     void *slow = NULL;
     WORKER_CHECK(w, bp_memory_alloc(w->dev, SLOW, s[0], &slow) == BP_OK);
-    unsigned char *in = malloc(PAYLOAD), *out = malloc(PAYLOAD);
+    unsigned char *in = malloc(REUSE), *out = malloc(REUSE);
     for (int iter = 0; iter < ITERS && !w->failure[0]; iter++) {
         chain_across_streams(w, s, slow, in, out, iter);
         reuse_across_streams(w, s[iter % STREAMS], s[(iter + 1) % STREAMS], slow, in, out, iter);
