@@ -217,8 +217,8 @@ static bp_status cpu_stream_create(void *device, int priority, void **out_stream
     cpu_backend *be = dev->backend;
     cpu_stream *s = calloc(1, sizeof *s);
     if (!s)
-        return be->host->set_error(BP_ERR_OUT_OF_MEMORY, "cpu: cannot allocate a stream (%zu bytes)",
-                                   sizeof *s);
+        return be->host->set_error(BP_ERR_OUT_OF_MEMORY,
+                                   "cpu: cannot allocate a stream (%zu bytes)", sizeof *s);
     char name[32];
     snprintf(name, sizeof name, "bp-cpu-s%u", atomic_fetch_add(&be->next_stream_id, 1u));
     int err = cpu_queue_create(name, &s->queue);
