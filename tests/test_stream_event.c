@@ -385,107 +385,99 @@ static void test_elapsed_needs_timing(void **state) {
     BP_ASSERT_OK(bp_stream_destroy(s));
 }
 
-/* Stream B copies out what stream A writes; only the event orders the two. */
+/* Fixture of the cross-stream tests: three streams, one event, a random source, a
+ * zeroed destination on the host and a zeroed device buffer written by stream a. */
+typedef struct cross_stream {
+    bp_device *dev;
+    bp_stream *a, *b, *c;
+    bp_event *ev;
+    unsigned char *src, *dst, *d;
+} cross_stream;
+
+static int cross_stream_setup(void **state) {
+    static uint64_t seed = 61;
+    cross_stream *x = calloc(1, sizeof *x);
+    x->dev = bp_test_cpu();
+    BP_ASSERT_OK(bp_stream_create(x->dev, 0, &x->a));
+    BP_ASSERT_OK(bp_stream_create(x->dev, 0, &x->b));
+    BP_ASSERT_OK(bp_stream_create(x->dev, 0, &x->c));
+    BP_ASSERT_OK(bp_event_create(x->dev, BP_EVENT_TIMING, &x->ev));
+    x->src = host_alloc(x->dev, BIG);
+    x->dst = host_alloc(x->dev, BIG);
+    x->d = dev_alloc(x->dev, BIG);
+    bp_test_fill_random(x->src, BIG, seed++);
+    memset(x->dst, 0, BIG);
+    BP_ASSERT_OK(bp_memory_set_async(x->dev, x->d, 0, BIG, x->a));
+    BP_ASSERT_OK(bp_stream_synchronize(x->a));
+    *state = x;
+    return 0;
+}
+
+static int cross_stream_teardown(void **state) {
+    cross_stream *x = *state;
+    BP_ASSERT_OK(bp_device_synchronize(x->dev));
+    BP_ASSERT_OK(bp_memory_free(x->dev, x->d));
+    BP_ASSERT_OK(bp_host_free(x->dev, x->src));
+    BP_ASSERT_OK(bp_host_free(x->dev, x->dst));
+    BP_ASSERT_OK(bp_event_destroy(x->ev)); /* NULL when the test destroyed it */
+    BP_ASSERT_OK(bp_stream_destroy(x->a));
+    BP_ASSERT_OK(bp_stream_destroy(x->b));
+    BP_ASSERT_OK(bp_stream_destroy(x->c));
+    free(x);
+    return 0;
+}
+
+/* Stream B copies out what stream A writes; only the event orders the two. Run with
+ * a plain event (the cpu backend records it without a task) and a timing one. */
 static void test_cross_stream_wait(void **state) {
-    (void)state;
-    bp_device *dev = bp_test_cpu();
-    bp_stream *a = NULL, *b = NULL;
-    bp_event *ev = NULL;
-    BP_ASSERT_OK(bp_stream_create(dev, 0, &a));
-    BP_ASSERT_OK(bp_stream_create(dev, 0, &b));
-    BP_ASSERT_OK(bp_event_create(dev, BP_EVENT_DEFAULT, &ev));
-    unsigned char *src = host_alloc(dev, BIG), *dst = host_alloc(dev, BIG);
-    unsigned char *d = dev_alloc(dev, BIG);
-    bp_test_fill_random(src, BIG, 61);
-    memset(dst, 0, BIG);
-    BP_ASSERT_OK(bp_memory_set_async(dev, d, 0, BIG, a));
-    BP_ASSERT_OK(bp_stream_synchronize(a));
-
-    enqueue_long_work(dev, d, src, a);
-    BP_ASSERT_OK(bp_event_record(ev, a));
-    BP_ASSERT_OK(bp_stream_wait_event(b, ev));
-    BP_ASSERT_OK(bp_memory_copy_async(dst, NULL, d, dev, BIG, b));
-    BP_ASSERT_OK(bp_stream_synchronize(b));
-    /* B's copy ran after A's work even though only B was waited for. */
-    BP_ASSERT_OK(bp_event_query(ev));
-    BP_ASSERT_OK(bp_stream_query(a));
-    assert_bytes(dst, src, BIG);
-
-    BP_ASSERT_OK(bp_memory_free(dev, d));
-    BP_ASSERT_OK(bp_host_free(dev, src));
-    BP_ASSERT_OK(bp_host_free(dev, dst));
-    BP_ASSERT_OK(bp_event_destroy(ev));
-    BP_ASSERT_OK(bp_stream_destroy(a));
-    BP_ASSERT_OK(bp_stream_destroy(b));
+    cross_stream *x = *state;
+    bp_event *plain = NULL;
+    BP_ASSERT_OK(bp_event_create(x->dev, BP_EVENT_DEFAULT, &plain));
+    bp_event *events[] = {plain, x->ev};
+    for (int i = 0; i < 2; i++) {
+        memset(x->dst, 0, BIG);
+        BP_ASSERT_OK(bp_memory_set_async(x->dev, x->d, 0, BIG, x->a));
+        enqueue_long_work(x->dev, x->d, x->src, x->a);
+        BP_ASSERT_OK(bp_event_record(events[i], x->a));
+        BP_ASSERT_OK(bp_stream_wait_event(x->b, events[i]));
+        BP_ASSERT_OK(bp_memory_copy_async(x->dst, NULL, x->d, x->dev, BIG, x->b));
+        BP_ASSERT_OK(bp_stream_synchronize(x->b));
+        /* B's copy ran after A's work even though only B was waited for. */
+        BP_ASSERT_OK(bp_event_query(events[i]));
+        BP_ASSERT_OK(bp_stream_query(x->a));
+        assert_bytes(x->dst, x->src, BIG);
+    }
+    BP_ASSERT_OK(bp_event_destroy(plain));
 }
 
 /* Re-recording moves the marker, but a wait enqueued before keeps the earlier one:
  * C must wait for A's slow work even though the re-record on idle B completes first. */
 static void test_rerecord_keeps_earlier_wait(void **state) {
-    (void)state;
-    bp_device *dev = bp_test_cpu();
-    bp_stream *a = NULL, *b = NULL, *c = NULL;
-    bp_event *ev = NULL;
-    BP_ASSERT_OK(bp_stream_create(dev, 0, &a));
-    BP_ASSERT_OK(bp_stream_create(dev, 0, &b));
-    BP_ASSERT_OK(bp_stream_create(dev, 0, &c));
-    BP_ASSERT_OK(bp_event_create(dev, BP_EVENT_DEFAULT, &ev));
-    unsigned char *src = host_alloc(dev, BIG), *dst = host_alloc(dev, BIG);
-    unsigned char *d = dev_alloc(dev, BIG);
-    bp_test_fill_random(src, BIG, 71);
-    memset(dst, 0, BIG);
-    BP_ASSERT_OK(bp_memory_set_async(dev, d, 0, BIG, a));
-
-    enqueue_long_work(dev, d, src, a);
-    BP_ASSERT_OK(bp_event_record(ev, a));
-    BP_ASSERT_OK(bp_stream_wait_event(c, ev));
-    BP_ASSERT_OK(bp_event_record(ev, b));
-    BP_ASSERT_OK(bp_event_synchronize(ev)); /* the latest record: B's, at once */
-    BP_ASSERT_OK(bp_memory_copy_async(dst, NULL, d, dev, BIG, c));
-    BP_ASSERT_OK(bp_stream_synchronize(c));
-    assert_bytes(dst, src, BIG);
-
-    BP_ASSERT_OK(bp_memory_free(dev, d));
-    BP_ASSERT_OK(bp_host_free(dev, src));
-    BP_ASSERT_OK(bp_host_free(dev, dst));
-    BP_ASSERT_OK(bp_event_destroy(ev));
-    BP_ASSERT_OK(bp_stream_destroy(a));
-    BP_ASSERT_OK(bp_stream_destroy(b));
-    BP_ASSERT_OK(bp_stream_destroy(c));
+    cross_stream *x = *state;
+    enqueue_long_work(x->dev, x->d, x->src, x->a);
+    BP_ASSERT_OK(bp_event_record(x->ev, x->a));
+    BP_ASSERT_OK(bp_stream_wait_event(x->c, x->ev));
+    BP_ASSERT_OK(bp_event_record(x->ev, x->b));
+    BP_ASSERT_OK(bp_event_synchronize(x->ev)); /* the latest record: B's, at once */
+    BP_ASSERT_OK(bp_memory_copy_async(x->dst, NULL, x->d, x->dev, BIG, x->c));
+    BP_ASSERT_OK(bp_stream_synchronize(x->c));
+    assert_bytes(x->dst, x->src, BIG);
 }
 
 /* Destroying an event while a record and a wait on it are still queued: both
  * complete, and the waiting stream still sees the data. */
 static void test_destroy_event_with_pending_wait(void **state) {
-    (void)state;
-    bp_device *dev = bp_test_cpu();
-    bp_stream *a = NULL, *b = NULL;
-    bp_event *ev = NULL;
-    BP_ASSERT_OK(bp_stream_create(dev, 0, &a));
-    BP_ASSERT_OK(bp_stream_create(dev, 0, &b));
-    BP_ASSERT_OK(bp_event_create(dev, BP_EVENT_TIMING, &ev));
-    unsigned char *src = host_alloc(dev, BIG), *dst = host_alloc(dev, BIG);
-    unsigned char *d = dev_alloc(dev, BIG);
-    bp_test_fill_random(src, BIG, 81);
-    memset(dst, 0, BIG);
-    BP_ASSERT_OK(bp_memory_set_async(dev, d, 0, BIG, a));
-
-    enqueue_long_work(dev, d, src, a);
-    BP_ASSERT_OK(bp_event_record(ev, a));
-    BP_ASSERT_OK(bp_stream_wait_event(b, ev));
-    BP_ASSERT_OK(bp_memory_copy_async(dst, NULL, d, dev, BIG, b));
-    assert_int_equal(bp_stream_query(b), BP_ERR_NOT_READY);
-    BP_ASSERT_OK(bp_event_destroy(ev));
-    BP_ASSERT_ERR(bp_event_query(ev), BP_ERR_INVALID_ARGUMENT, "destroyed");
-    BP_ASSERT_OK(bp_stream_synchronize(b));
-    assert_bytes(dst, src, BIG);
-    BP_ASSERT_OK(bp_stream_synchronize(a));
-
-    BP_ASSERT_OK(bp_memory_free(dev, d));
-    BP_ASSERT_OK(bp_host_free(dev, src));
-    BP_ASSERT_OK(bp_host_free(dev, dst));
-    BP_ASSERT_OK(bp_stream_destroy(a));
-    BP_ASSERT_OK(bp_stream_destroy(b));
+    cross_stream *x = *state;
+    enqueue_long_work(x->dev, x->d, x->src, x->a);
+    BP_ASSERT_OK(bp_event_record(x->ev, x->a));
+    BP_ASSERT_OK(bp_stream_wait_event(x->b, x->ev));
+    BP_ASSERT_OK(bp_memory_copy_async(x->dst, NULL, x->d, x->dev, BIG, x->b));
+    assert_int_equal(bp_stream_query(x->b), BP_ERR_NOT_READY);
+    BP_ASSERT_OK(bp_event_destroy(x->ev));
+    BP_ASSERT_ERR(bp_event_query(x->ev), BP_ERR_INVALID_ARGUMENT, "destroyed");
+    x->ev = NULL;
+    BP_ASSERT_OK(bp_stream_synchronize(x->b));
+    assert_bytes(x->dst, x->src, BIG);
 }
 
 static void test_destroyed_handles(void **state) {
@@ -678,9 +670,12 @@ int main(void) {
         cmocka_unit_test(test_event_record_synchronize),
         cmocka_unit_test(test_event_timing),
         cmocka_unit_test(test_elapsed_needs_timing),
-        cmocka_unit_test(test_cross_stream_wait),
-        cmocka_unit_test(test_rerecord_keeps_earlier_wait),
-        cmocka_unit_test(test_destroy_event_with_pending_wait),
+        cmocka_unit_test_setup_teardown(test_cross_stream_wait, cross_stream_setup,
+                                        cross_stream_teardown),
+        cmocka_unit_test_setup_teardown(test_rerecord_keeps_earlier_wait, cross_stream_setup,
+                                        cross_stream_teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_event_with_pending_wait, cross_stream_setup,
+                                        cross_stream_teardown),
         cmocka_unit_test(test_destroyed_handles),
         cmocka_unit_test(test_null_arguments),
         cmocka_unit_test(test_worker_thread_named),
