@@ -46,11 +46,14 @@ static void assert_filled(const void *got, int value, size_t size) {
             fail_msg("byte %zu is 0x%02x, expected 0x%02x", i, g[i], (unsigned char)value);
 }
 
-/* Enqueues BIG_REPEAT copies of BIG bytes host->device on `stream`: tens of
- * milliseconds of work, far longer than the calls that follow it in a test. */
+/* Enqueues BIG_REPEAT operations of BIG bytes on `stream`: tens of milliseconds of
+ * work, far longer than the calls that follow it in a test. Only the last one writes
+ * `src` into `dst` (the others zero it), so a reader that does not wait for all of it
+ * sees zeros, not the expected bytes. */
 static void enqueue_long_work(bp_device *dev, void *dst, const void *src, bp_stream *stream) {
-    for (int i = 0; i < BIG_REPEAT; i++)
-        BP_ASSERT_OK(bp_memory_copy_async(dst, dev, src, NULL, BIG, stream));
+    for (int i = 0; i < BIG_REPEAT - 1; i++)
+        BP_ASSERT_OK(bp_memory_set_async(dev, dst, 0, BIG, stream));
+    BP_ASSERT_OK(bp_memory_copy_async(dst, dev, src, NULL, BIG, stream));
 }
 
 static void test_stream_create_destroy(void **state) {
