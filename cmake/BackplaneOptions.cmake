@@ -13,3 +13,8 @@ function(bp_project_target target)
     target_link_options(${target} PRIVATE ${BP_SANITIZE_FLAGS})
   endif()
 endfunction()
+set(BP_SELECTED_OPS "" CACHE FILEPATH
+  "A BP_TRACE_OPS file: build only the cpu kernels it lists (selective build)")
+if(BP_SELECTED_OPS AND NOT IS_ABSOLUTE "${BP_SELECTED_OPS}")
+  get_filename_component(BP_SELECTED_OPS "${BP_SELECTED_OPS}" ABSOLUTE BASE_DIR "${CMAKE_BINARY_DIR}")
+endif()

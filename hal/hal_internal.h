@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <backplane/backplane.h>
 #include <backplane/plugin.h>
+#include <stddef.h>
 
 #define BP_INTERNAL __attribute__((visibility("hidden")))
 
@@ -41,6 +42,7 @@ typedef struct bp_backend {
     int alias_count;
     int device_count;
     struct bp_device **devices;      /* device_count entries */
+    int type_slot;                   /* the dispatcher's index of this device type */
 } bp_backend;
 
 struct bp_allocator;
@@ -97,6 +99,7 @@ const bp_plugin_descriptor *bp_cpu_backend_descriptor(void);
 
 struct bp_stream {
     atomic_uint magic;
+    uint64_t id;               /* unique for the process: addresses get reused */
     bp_device *device;
     void *handle;
     int priority;
@@ -138,6 +141,47 @@ BP_INTERNAL bp_status bp_allocator_set_limit(bp_allocator *a, uint64_t limit_byt
 /* Called by bp_stream_destroy after the stream was synchronized and before its handle
  * is destroyed: cached blocks tagged with it become usable by every stream. */
 BP_INTERNAL void bp_allocator_stream_destroyed(bp_allocator *a, bp_stream *stream);
+
+/* ---- tensors (tensor.c) ---- */
+
+/* Reference-counted device memory shared by a tensor and its views. */
+typedef struct bp_storage {
+    atomic_int refcount;
+    bp_device *device;
+    void *ptr;                 /* from bp_memory_alloc; NULL for zero bytes */
+    size_t bytes;
+    bp_stream *stream;         /* the stream it was allocated for */
+    uint64_t stream_id;        /* its id: a stream's address may be reused later */
+    atomic_uint_least64_t last_user_id; /* last other stream recorded as a user */
+} bp_storage;
+
+struct bp_tensor {
+    atomic_int refcount;
+    bp_storage *storage;
+    bp_dtype dtype;
+    int ndim;
+    int64_t shape[BP_MAX_DIMS];
+    int64_t strides[BP_MAX_DIMS]; /* elements */
+    int64_t offset;               /* elements */
+    /* What kernels see, filled once by bp_tensor_make_view (the metadata above never
+     * changes), so that dispatch passes a pointer instead of building a copy. */
+    bp_tensor_desc desc;
+};
+
+/* A new tensor header over `storage` (retained), with the given layout; fills desc. */
+BP_INTERNAL bp_status bp_tensor_make_view(bp_storage *storage, bp_dtype dtype, int ndim,
+                                          const int64_t *shape, const int64_t *strides,
+                                          int64_t offset, bp_tensor **out_tensor);
+/* Marks the tensor's storage as used by `stream` (bp_memory_record_stream) when that
+ * is not the stream it was allocated for, so its memory is not reused too early. */
+BP_INTERNAL bp_status bp_tensor_note_stream(const bp_tensor *tensor, bp_stream *stream);
+/* Fills a kernel's view of the tensor (bp_tensor_make_view stores it in t->desc). */
+BP_INTERNAL void bp_tensor_describe(const bp_tensor *tensor, bp_tensor_desc *desc);
+
+/* True when the vtable struct of a plugin is large enough to hold `field` and the
+ * field is set (fields appended in later minor versions). */
+#define BP_VTABLE_HAS(vt, type, field)                                                     \
+    ((vt)->struct_size >= offsetof(type, field) + sizeof((vt)->field) && (vt)->field)
 
 /* ---- current device / stream (guard.c) ---- */
 

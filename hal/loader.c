@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "hal_internal.h"
+#include "dispatcher_internal.h"
 
 #ifndef BP_PLUGIN_INSTALL_DIR
 #error "BP_PLUGIN_INSTALL_DIR must be defined by the build"
@@ -397,9 +398,14 @@ static bp_status activate(int i, bp_log_level skip, bool builtin) {
     char msg[REASON_MAX];
     void *state = NULL;
     bp_clear_error();
+    /* Kernels a plugin registers from init belong to it; if it is rejected after all,
+     * they go with it. */
+    bp_dispatcher_set_initializing(d->name);
     bp_status st = d->init(bp_host_services_table(), &state);
+    bp_dispatcher_set_initializing(NULL);
     if (st != BP_OK) {
         snprintf(msg, sizeof msg, "%s", bp_last_error());
+        bp_dispatcher_drop_backend(d->name);
         return reject(i, skip, st, "init failed (%s): %s", bp_status_str(st),
                       *msg ? msg : "the plugin gave no reason");
     }
@@ -411,6 +417,7 @@ static bp_status activate(int i, bp_log_level skip, bool builtin) {
         snprintf(msg, sizeof msg, "%s", bp_last_error());
         if (d->shutdown)
             d->shutdown(state);
+        bp_dispatcher_drop_backend(d->name);
         return reject(i, skip, st, "not registered: %s", *msg ? msg : bp_status_str(st));
     }
 

@@ -5,6 +5,7 @@
 #include <strings.h>
 
 #include "hal_internal.h"
+#include "dispatcher_internal.h"
 
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 static bp_log_level log_threshold = BP_LOG_WARN;
@@ -76,6 +77,7 @@ static const bp_host_services host_services = {
     .abi_minor = BP_PLUGIN_ABI_MINOR,
     .set_error = host_set_error,
     .log = host_log,
+    .register_kernel = bp_host_register_kernel,
 };
 
 const bp_host_services *bp_host_services_table(void) { return &host_services; }

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "hal_internal.h"
+#include "dispatcher_internal.h"
 
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -20,6 +21,7 @@ static int device_total;
 
 static void registry_init(void) {
     pthread_mutex_lock(&registry_mutex);
+    bp_dispatcher_init();
     bp_loader_init_all();
     pthread_mutex_unlock(&registry_mutex);
 }
@@ -111,6 +113,12 @@ bp_status bp_registry_add_backend(const bp_plugin_descriptor *desc, void *state,
     backend->state = state;
     backend->dl_handle = dl_handle;
     memcpy(backend->name, desc->name, name_len + 1);
+    backend->type_slot = bp_dispatcher_type_slot(backend->name);
+    if (backend->type_slot < 0) {
+        free(backend);
+        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "too many device types (at most %d)",
+                            BP_MAX_DEVICE_TYPES);
+    }
     add_aliases(backend);
 
     int count = desc->device->count(state);

@@ -27,11 +27,14 @@ static int clamp_priority(const bp_device *device, int priority) {
     return priority < greatest ? greatest : priority > least ? least : priority;
 }
 
+static atomic_uint_least64_t next_stream_id = 1;
+
 static bp_status create_stream(bp_device *device, int priority, bool is_default,
                                bp_stream **out_stream) {
     bp_stream *stream = calloc(1, sizeof *stream);
     if (!stream)
         return bp_set_error(BP_ERR_OUT_OF_MEMORY, "cannot allocate a stream on %s", device->name);
+    stream->id = atomic_fetch_add(&next_stream_id, 1);
     stream->device = device;
     stream->priority = clamp_priority(device, priority);
     stream->is_default = is_default;

@@ -3,7 +3,7 @@
 # Used by `make demo` and `make test`, so a fresh Debian 12 machine needs nothing else.
 set -euo pipefail
 
-packages=(cmake make gcc pkg-config libcmocka-dev libcjson-dev)
+packages=(cmake make gcc pkg-config libcmocka-dev libcjson-dev libopenblas-dev)
 missing=()
 for pkg in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then

@@ -10,6 +10,7 @@
 #include <cJSON.h>
 
 #include "test_util.h"
+#include <backplane/plugin.h>
 
 #define PLUGIN_DIR(name) BP_TEST_PLUGIN_DIR "/" name
 
@@ -112,7 +113,9 @@ static void test_good_plugin_json(void **state) {
     const cJSON *p = find_entry(root, "plugins", "name", "testdev");
     assert_non_null(p);
     assert_string_equal(string_of(p, "state"), "loaded");
-    assert_string_equal(string_of(p, "abi"), "1.0");
+    char abi[16];
+    snprintf(abi, sizeof abi, "%d.%d", BP_PLUGIN_ABI_MAJOR, BP_PLUGIN_ABI_MINOR);
+    assert_string_equal(string_of(p, "abi"), abi); /* what testdev was built against */
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(p, "device_count")->valueint, 2);
     const cJSON *nodev = find_entry(root, "plugins", "name", "nodev");
     assert_non_null(nodev);

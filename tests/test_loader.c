@@ -496,6 +496,21 @@ static void child_explicit_load(void *arg) {
     check_counts_consistent();
 }
 
+/* A plugin built against the ABI 1.0 header (older minor, smaller stream vtable) still
+ * loads and works under this 1.1 host. */
+static void child_abi_1_0(void *arg) {
+    bp_plugin_info info;
+    CHILD_CHECK(find_by_path("libbp_testdev_abi10.so", &info) > 0);
+    CHILD_CHECK(info.state == BP_PLUGIN_LOADED);
+    CHILD_CHECK(info.abi_major == 1 && info.abi_minor == 0);
+    check_device_works("testdev:1");
+}
+
+static void test_older_minor_abi_loads(void **state) {
+    const char *env[] = {"BP_PLUGIN_PATH=" PLUGIN_DIR("abi_1_0"), NULL};
+    run_in_child(child_abi_1_0, NULL, env);
+}
+
 static void test_explicit_load(void **state) {
     run_in_child(child_explicit_load, NULL, NULL);
     /* Explicit loading works with autoload off too. */
@@ -623,6 +638,7 @@ int main(void) {
         cmocka_unit_test(test_select_two),
         cmocka_unit_test(test_select_missing_plugin),
         cmocka_unit_test(test_missing_directory_listed),
+        cmocka_unit_test(test_older_minor_abi_loads),
         cmocka_unit_test(test_explicit_load),
         cmocka_unit_test(test_explicit_load_wrong_abi),
         cmocka_unit_test(test_concurrent_first_use_and_load),

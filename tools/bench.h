@@ -13,6 +13,10 @@ typedef void (*bp_bench_usage_fn)(FILE *out);
 
 int bp_bench_alloc_run(int argc, char **argv);
 void bp_bench_alloc_usage(FILE *out);
+int bp_bench_dispatch_run(int argc, char **argv);   /* bench_dispatch.c */
+void bp_bench_dispatch_usage(FILE *out);
+int bp_bench_ops_run(int argc, char **argv);        /* bench_ops.c */
+void bp_bench_ops_usage(FILE *out);
 
 /* Parses a positive count with an optional k, m or g suffix (powers of 1024).
  * Returns 0 on success, -1 for anything else (empty, zero, junk, overflow). */

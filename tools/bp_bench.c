@@ -22,6 +22,9 @@ static const struct mode {
 } modes[] = {
     {"alloc", "cached alloc+free pairs of the caching allocator", bp_bench_alloc_run,
      bp_bench_alloc_usage},
+    {"dispatch", "cost of dispatching a no-op kernel over a direct call", bp_bench_dispatch_run,
+     bp_bench_dispatch_usage},
+    {"ops", "GFLOP/s of matmul and sdpa beside OpenBLAS", bp_bench_ops_run, bp_bench_ops_usage},
 };
 
 #define MODE_COUNT (sizeof modes / sizeof modes[0])

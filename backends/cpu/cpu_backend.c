@@ -585,6 +585,27 @@ static void cpu_shutdown(void *backend) {
     free(be);
 }
 
+/* A host function as stream work: how the core's reference kernels run on a cpu
+ * stream. */
+typedef struct host_fn_task {
+    void (*fn)(void *arg);
+    void *arg;
+} host_fn_task;
+
+static void host_fn_task_run(void *payload) {
+    host_fn_task *t = payload;
+    t->fn(t->arg);
+}
+
+static bp_status cpu_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg) {
+    cpu_stream *s = stream;
+    if (!fn)
+        return s->device->backend->host->set_error(BP_ERR_INVALID_ARGUMENT,
+                                                   "cpu: enqueue_host: fn is NULL");
+    host_fn_task t = {fn, arg};
+    return submit(s, "a host function", host_fn_task_run, &t, sizeof t, NULL);
+}
+
 static const bp_device_vtable cpu_device_vtable = {
     .struct_size = sizeof(bp_device_vtable),
     .count = cpu_device_count,
@@ -603,6 +624,7 @@ static const bp_stream_vtable cpu_stream_vtable = {
     .synchronize = cpu_stream_synchronize,
     .query = cpu_stream_query,
     .wait_event = cpu_stream_wait_event,
+    .enqueue_host = cpu_stream_enqueue_host,
 };
 
 static const bp_event_vtable cpu_event_vtable = {

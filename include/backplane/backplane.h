@@ -10,6 +10,9 @@
 #include <backplane/memory.h>
 #include <backplane/guard.h>
 #include <backplane/loader.h>
+#include <backplane/tensor.h>
+#include <backplane/dispatcher.h>
+#include <backplane/ops.h>
 
 #define BP_VERSION_MAJOR 0
 #define BP_VERSION_MINOR 1

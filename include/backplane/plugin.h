@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 #define BP_PLUGIN_ABI_MAJOR 1
-#define BP_PLUGIN_ABI_MINOR 0
+#define BP_PLUGIN_ABI_MINOR 1
 /** Oldest minor version of the current major that this host can drive. */
 #define BP_PLUGIN_ABI_MINOR_REQUIRED 0
 
@@ -46,6 +46,36 @@ typedef const struct bp_plugin_descriptor *(*bp_plugin_entry_fn)(void);
 /** Declares the entry function with default visibility:
  *      BP_PLUGIN_EXPORT const bp_plugin_descriptor *bp_plugin_entry(void) { ... } */
 #define BP_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+/** What a kernel sees of a tensor: a strided view of device memory. */
+#define BP_KERNEL_MAX_DIMS 8
+typedef struct bp_tensor_desc {
+    void *data;                          /**< device address of element [0,...,0] */
+    bp_dtype dtype;
+    int32_t ndim;
+    int64_t shape[BP_KERNEL_MAX_DIMS];   /**< ndim entries used */
+    int64_t strides[BP_KERNEL_MAX_DIMS]; /**< in elements, ndim entries used */
+} bp_tensor_desc;
+
+/** One op call as a kernel receives it. The kernel enqueues the work on `stream` and
+ *  returns; everything the record points to is valid only during the call. */
+typedef struct bp_kernel_call {
+    uint32_t struct_size;
+    int32_t op;              /**< op id (bp_op_find) */
+    const char *op_name;     /**< "add" */
+    bp_dtype dtype;          /**< the dtype the kernel was chosen for */
+    void *device;            /**< the backend's device handle */
+    void *stream;            /**< the backend's stream handle */
+    int32_t n_inputs;
+    int32_t n_outputs;
+    const bp_tensor_desc *const *inputs;  /**< n_inputs descriptors */
+    const bp_tensor_desc *const *outputs; /**< n_outputs descriptors */
+    const void *attrs;       /**< the op's attribute struct (<backplane/ops.h>), or NULL */
+    void *kernel_data;       /**< the pointer given when the kernel was registered */
+} bp_kernel_call;
+
+/** A kernel. Errors go through host->set_error. */
+typedef bp_status (*bp_kernel_fn)(const bp_kernel_call *call);
 
 /** Log levels for host->log. */
 typedef enum bp_log_level {
@@ -69,6 +99,14 @@ typedef struct bp_host_services {
      *  plugin's name. */
     void (*log)(bp_log_level level, const char *source, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+    /* ABI 1.1 */
+    /** Registers `fn` as the kernel of op `op_name` (see <backplane/ops.h> for the op
+     *  names and their attribute structs) for dtype `dtype` on the devices of backend
+     *  `backend_name` (the plugin's own name). Call it from init. Of two registrations
+     *  for one (op, device type, dtype), the higher priority wins (logged); equal
+     *  priority is an error. Errors: unknown op, bad dtype, unknown or unloaded backend. */
+    bp_status (*register_kernel)(const char *backend_name, const char *op_name, bp_dtype dtype,
+                                 bp_kernel_fn fn, void *kernel_data, int32_t priority);
 } bp_host_services;
 
 /** What the backend reports about one of its devices (host fills struct_size). */
@@ -109,6 +147,12 @@ typedef struct bp_stream_vtable {
     bp_status (*query)(void *stream);
     /** Later work on `stream` waits for `event` (recorded, on the same backend). */
     bp_status (*wait_event)(void *stream, void *event);
+    /* ABI 1.1 */
+    /** Enqueues a host function: fn(arg) runs on a host thread once the work enqueued
+     *  before it has completed, and later work waits for it. Optional, except for a
+     *  backend whose devices are host memory (the core's reference cpu kernels run
+     *  through it). */
+    bp_status (*enqueue_host)(void *stream, void (*fn)(void *arg), void *arg);
 } bp_stream_vtable;
 
 /** Events: markers in streams. The host tracks whether an event was ever recorded;

@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,8 +231,14 @@ static const bp_device_vtable testdev_device_vtable = {
     .synchronize = testdev_device_synchronize,
 };
 
+/* TESTDEV_ABI_1_0 builds the plugin as if against the ABI 1.0 header: a stream vtable
+ * without the 1.1 fields, so the host must not read past it. */
 static const bp_stream_vtable testdev_stream_vtable = {
+#ifdef TESTDEV_ABI_1_0
+    .struct_size = offsetof(bp_stream_vtable, enqueue_host),
+#else
     .struct_size = sizeof(bp_stream_vtable),
+#endif
     .create = testdev_stream_create,
     .destroy = testdev_stream_destroy,
     .synchronize = testdev_stream_synchronize,
@@ -265,7 +272,11 @@ static const char *const testdev_aliases[] = {"tdev", NULL};
 static const bp_plugin_descriptor testdev_descriptor = {
     .struct_size = sizeof(bp_plugin_descriptor),
     .abi_major = BP_PLUGIN_ABI_MAJOR,
+#ifdef TESTDEV_ABI_1_0
+    .abi_minor = 0,
+#else
     .abi_minor = BP_PLUGIN_ABI_MINOR,
+#endif
     .name = "testdev",
     .aliases = testdev_aliases,
     .version = "1.0.0",

@@ -1,0 +1,366 @@
+/* Op ids, the kernel table and dispatch.
+ *
+ * The table is indexed by (op id, device type slot, dtype): three array indexings and
+ * an indirect call on the hot path. Entries are immutable and published with atomic
+ * pointer stores, so dispatch takes no lock while registrations (rare, mostly at
+ * start-up) serialise on a mutex. A replaced entry is kept (never freed) because a
+ * concurrent dispatch may still be calling through it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "dispatcher_internal.h"
+#include "ops_internal.h"
+
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static bp_op_record *op_table[BP_MAX_OPS];
+static atomic_int op_count;
+
+static char type_names[BP_MAX_DEVICE_TYPES][BP_BACKEND_NAME_MAX];
+static bool type_dropped[BP_MAX_DEVICE_TYPES];
+static int type_count;
+
+static _Thread_local const char *tls_initializing;
+/* Replaced or dropped kernel entries: a concurrent dispatch may still be reading one,
+ * so they are never freed, only kept reachable here. */
+typedef struct retired_entry {
+    const bp_kernel_entry *entry;
+    struct retired_entry *next;
+} retired_entry;
+static retired_entry *retired;
+
+static void retire_locked(const bp_kernel_entry *entry) {
+    retired_entry *r = entry ? malloc(sizeof *r) : NULL;
+    if (!r)
+        return;
+    r->entry = entry;
+    r->next = retired;
+    retired = r;
+}
+static atomic_bool cpu_fallback;
+int bp_dispatch_hooks;
+
+/* ---- ops ---- */
+
+static bool valid_op_name(const char *name) {
+    size_t len = name ? strlen(name) : 0;
+    if (len == 0 || len >= BP_OP_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.'))
+            return false;
+    }
+    return true;
+}
+
+static int find_op_locked(const char *name) {
+    int n = atomic_load(&op_count);
+    for (int i = 0; i < n; i++)
+        if (strcmp(op_table[i]->name, name) == 0)
+            return i;
+    return -1;
+}
+
+static bp_status op_define(const char *name, size_t attrs_size, bp_op_id *out_op) {
+    if (!valid_op_name(name) || !out_op)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_op_define: %s", !out_op ? "out_op is NULL"
+                            : "op names are 1 to 31 characters of a-z, 0-9, '_' and '.'");
+    pthread_mutex_lock(&table_lock);
+    int id = find_op_locked(name);
+    bp_status st = BP_OK;
+    if (id >= 0 && op_table[id]->attrs_size != attrs_size)
+        st = bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_op_define: op '%s' is already defined with "
+                          "%zu bytes of attributes, not %zu", name, op_table[id]->attrs_size,
+                          attrs_size);
+    else if (id < 0 && atomic_load(&op_count) == BP_MAX_OPS)
+        st = bp_set_error(BP_ERR_OUT_OF_MEMORY, "bp_op_define: at most %d ops", BP_MAX_OPS);
+    else if (id < 0) {
+        bp_op_record *op = calloc(1, sizeof *op);
+        if (!op) {
+            st = bp_set_error(BP_ERR_OUT_OF_MEMORY, "bp_op_define: out of memory");
+        } else {
+            strcpy(op->name, name);
+            op->attrs_size = attrs_size;
+            id = atomic_load(&op_count);
+            op_table[id] = op;
+            atomic_store(&op_count, id + 1);
+        }
+    }
+    pthread_mutex_unlock(&table_lock);
+    if (st == BP_OK)
+        *out_op = id;
+    return st;
+}
+
+bp_status bp_op_define(const char *name, size_t attrs_size, bp_op_id *out_op) {
+    /* The built-in ops take the first ids, so they must be defined first. */
+    bp_registry_ensure_init();
+    return op_define(name, attrs_size, out_op);
+}
+
+bp_status bp_op_define_builtin(const char *name, size_t attrs_size, bp_op_id *out_op) {
+    return op_define(name, attrs_size, out_op);
+}
+
+bp_status bp_op_find(const char *name, bp_op_id *out_op) {
+    bp_registry_ensure_init();
+    if (!name || !out_op)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_op_find: %s is NULL",
+                            !name ? "name" : "out_op");
+    pthread_mutex_lock(&table_lock);
+    int id = find_op_locked(name);
+    pthread_mutex_unlock(&table_lock);
+    if (id < 0)
+        return bp_set_error(BP_ERR_NOT_FOUND, "unknown op '%s'", name);
+    *out_op = id;
+    return BP_OK;
+}
+
+const bp_op_record *bp_op_record_get(bp_op_id op) {
+    return (unsigned)op < (unsigned)atomic_load_explicit(&op_count, memory_order_acquire)
+               ? op_table[op]
+               : NULL;
+}
+
+const char *bp_op_name(bp_op_id op) {
+    const bp_op_record *rec = bp_op_record_get(op);
+    return rec ? rec->name : "(invalid op)";
+}
+
+/* ---- device types and registration ---- */
+
+static int type_slot_locked(const char *name) {
+    for (int i = 0; i < type_count; i++)
+        if (strcasecmp(type_names[i], name) == 0)
+            return i;
+    if (type_count == BP_MAX_DEVICE_TYPES)
+        return -1;
+    snprintf(type_names[type_count], BP_BACKEND_NAME_MAX, "%s", name);
+    return type_count++;
+}
+
+int bp_dispatcher_type_slot(const char *backend_name) {
+    pthread_mutex_lock(&table_lock);
+    int slot = type_slot_locked(backend_name);
+    if (slot >= 0)
+        type_dropped[slot] = false;
+    pthread_mutex_unlock(&table_lock);
+    return slot;
+}
+
+void bp_dispatcher_set_initializing(const char *backend_name) { tls_initializing = backend_name; }
+
+void bp_dispatcher_drop_backend(const char *backend_name) {
+    pthread_mutex_lock(&table_lock);
+    int slot = -1;
+    for (int i = 0; i < type_count; i++)
+        if (strcasecmp(type_names[i], backend_name) == 0)
+            slot = i;
+    if (slot >= 0) {
+        type_dropped[slot] = true;
+        int n = atomic_load(&op_count);
+        for (int op = 0; op < n; op++)
+            for (int dt = 0; dt < BP_DTYPE_COUNT; dt++)
+                retire_locked(atomic_exchange(&op_table[op]->kernels[slot][dt], NULL));
+    }
+    pthread_mutex_unlock(&table_lock);
+}
+
+static bp_status register_locked(int slot, const char *type_name, const char *op_name,
+                                 bp_dtype dtype, bp_kernel_fn fn, void *data, int32_t priority) {
+    int id = find_op_locked(op_name);
+    if (id < 0)
+        return bp_set_error(BP_ERR_NOT_FOUND, "register_kernel: unknown op '%s' for %s", op_name,
+                            type_name);
+    bp_op_record *op = op_table[id];
+    const bp_kernel_entry *old = atomic_load(&op->kernels[slot][dtype]);
+    if (old && old->priority == priority)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "register_kernel: %s already has a kernel "
+                            "for op '%s' and dtype %s at priority %d", type_name, op_name,
+                            bp_dtype_name(dtype), priority);
+    if (old && old->priority > priority) {
+        bp_log(BP_LOG_INFO, "dispatcher", "kernel %s/%s/%s at priority %d ignored: priority %d "
+               "is registered", op_name, type_name, bp_dtype_name(dtype), priority, old->priority);
+        return BP_OK;
+    }
+    bp_kernel_entry *entry = malloc(sizeof *entry);
+    if (!entry)
+        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "register_kernel: out of memory");
+    *entry = (bp_kernel_entry){.fn = fn, .data = data, .priority = priority, .type_slot = slot};
+    if (old)
+        bp_log(BP_LOG_INFO, "dispatcher", "kernel %s/%s/%s: priority %d replaces %d", op_name,
+               type_name, bp_dtype_name(dtype), priority, old->priority);
+    atomic_store_explicit(&op->kernels[slot][dtype], entry, memory_order_release);
+    retire_locked(old);
+    return BP_OK;
+}
+
+/* Shared by plugins (host services) and applications. `name` must be a loaded backend,
+ * or the one whose init is running on this thread. */
+static bp_status register_kernel(const char *name, const char *op_name, bp_dtype dtype,
+                                 bp_kernel_fn fn, void *data, int32_t priority) {
+    if (!name || !op_name || !fn)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "register_kernel: %s is NULL",
+                            !name ? "backend name" : !op_name ? "op name" : "kernel function");
+    if ((unsigned)dtype >= BP_DTYPE_COUNT)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "register_kernel: invalid dtype %d for op "
+                            "'%s'", (int)dtype, op_name);
+    bool initializing = tls_initializing && strcasecmp(tls_initializing, name) == 0;
+    if (tls_initializing && !initializing)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "register_kernel: during its init, plugin "
+                            "'%s' can register kernels only for itself, not for '%s'",
+                            tls_initializing, name);
+    const char *type_name = name;
+    if (!initializing) {
+        bp_registry_lock();
+        bp_backend *backend = bp_registry_find_backend(name, strlen(name));
+        if (backend)
+            type_name = backend->name;
+        bp_registry_unlock();
+        if (!backend) {
+            pthread_mutex_lock(&table_lock);
+            bool dropped = false;
+            for (int i = 0; i < type_count; i++)
+                if (strcasecmp(type_names[i], name) == 0)
+                    dropped = type_dropped[i];
+            pthread_mutex_unlock(&table_lock);
+            return bp_set_error(BP_ERR_NOT_FOUND, dropped
+                                ? "register_kernel: backend '%s' was unloaded"
+                                : "register_kernel: no loaded backend '%s'", name);
+        }
+    }
+    pthread_mutex_lock(&table_lock);
+    int slot = type_slot_locked(type_name);
+    bp_status st = slot < 0 ? bp_set_error(BP_ERR_OUT_OF_MEMORY, "register_kernel: more than %d "
+                                           "device types", BP_MAX_DEVICE_TYPES)
+                            : register_locked(slot, type_name, op_name, dtype, fn, data, priority);
+    pthread_mutex_unlock(&table_lock);
+    return st;
+}
+
+bp_status bp_host_register_kernel(const char *backend_name, const char *op_name, bp_dtype dtype,
+                                  bp_kernel_fn fn, void *kernel_data, int32_t priority) {
+    return register_kernel(backend_name, op_name, dtype, fn, kernel_data, priority);
+}
+
+bp_status bp_kernel_register(const char *device_type, const char *op_name, bp_dtype dtype,
+                             bp_kernel_fn fn, void *kernel_data, int32_t priority) {
+    bp_registry_ensure_init();
+    return register_kernel(device_type, op_name, dtype, fn, kernel_data, priority);
+}
+
+uint32_t bp_kernel_dtypes(bp_op_id op, const bp_device *device) {
+    const bp_op_record *rec = bp_op_record_get(op);
+    if (!rec || !device)
+        return 0;
+    uint32_t mask = 0;
+    for (int dt = 0; dt < BP_DTYPE_COUNT; dt++)
+        if (atomic_load_explicit(&rec->kernels[device->backend->type_slot][dt],
+                                 memory_order_acquire))
+            mask |= BP_DTYPE_BIT(dt);
+    return mask;
+}
+
+void bp_set_cpu_fallback(bool enabled) { atomic_store(&cpu_fallback, enabled); }
+
+void bp_dispatcher_init(void) {
+    const char *fallback = getenv("BP_CPU_FALLBACK");
+    atomic_init(&cpu_fallback, fallback && strcmp(fallback, "1") == 0);
+    bp_ops_define_builtins();
+    int slot = bp_dispatcher_type_slot("cpu");
+    bp_dispatcher_set_initializing("cpu");
+    bp_ops_register_cpu_kernels(slot);
+    bp_dispatcher_set_initializing(NULL);
+    bp_trace_init();
+    bp_profile_init();
+    bp_dispatch_hooks = bp_trace_enabled() || bp_profile_enabled();
+}
+
+/* ---- dispatch ---- */
+
+static bp_status missing_kernel(const bp_op_record *op, const bp_op_call *call) {
+    const bp_device *device = call->device;
+    if (atomic_load(&cpu_fallback) && strcmp(device->backend->name, "cpu") != 0)
+        return bp_cpu_fallback(op, call);
+    char have[128] = "";
+    size_t used = 0;
+    uint32_t mask = bp_kernel_dtypes(call->op, device);
+    for (int dt = 0; dt < BP_DTYPE_COUNT && used < sizeof have; dt++)
+        if (mask & BP_DTYPE_BIT(dt)) {
+            int n = snprintf(have + used, sizeof have - used, "%s%s", used ? ", " : "",
+                             bp_dtype_name((bp_dtype)dt));
+            used += n > 0 ? (size_t)n : 0;
+        }
+    return bp_set_error(BP_ERR_UNSUPPORTED, "no kernel for op '%s' on %s (device type '%s') with "
+                        "dtype %s; dtypes with a kernel there: %s", op->name, device->name,
+                        device->backend->name, bp_dtype_name(call->dtype),
+                        mask ? have : strcmp(device->backend->name, "cpu") != 0
+                                          ? "none (set BP_CPU_FALLBACK=1 to run it on the cpu)"
+                                      : bp_cpu_kernels_selective
+                                          ? "none (this libbackplane was built with "
+                                            "BP_SELECTED_OPS and the op was not traced)"
+                                          : "none");
+}
+
+enum { INLINE_TENSORS = 8 };
+
+bp_status bp_dispatch(const bp_op_call *call) {
+    const bp_op_record *op = call ? bp_op_record_get(call->op) : NULL;
+    if (!op || !call->device || (unsigned)call->dtype >= BP_DTYPE_COUNT || call->n_inputs < 0 ||
+        call->n_outputs < 0)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_dispatch: %s", !call ? "call is NULL"
+                            : !op ? "invalid op id" : !call->device ? "device is NULL"
+                            : "invalid dtype or tensor count");
+    bp_device *device = call->device;
+    const bp_kernel_entry *kernel = atomic_load_explicit(
+        &op->kernels[device->backend->type_slot][call->dtype], memory_order_acquire);
+    if (!kernel)
+        return missing_kernel(op, call);
+    bp_stream *stream = call->stream ? call->stream : bp_current_stream(device);
+    if (!stream)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_dispatch: no stream for %s: %s",
+                            device->name, bp_last_error());
+
+    int n = call->n_inputs + call->n_outputs;
+    const bp_tensor_desc *inline_descs[INLINE_TENSORS];
+    const bp_tensor_desc **descs =
+        n <= INLINE_TENSORS ? inline_descs : malloc((size_t)n * sizeof *descs);
+    if (!descs)
+        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "bp_dispatch: out of memory for %d tensors", n);
+    for (int i = 0; i < n; i++) {
+        const bp_tensor *t = i < call->n_inputs ? call->inputs[i] : call->outputs[i - call->n_inputs];
+        if (__builtin_expect(!t, 0)) {
+            if (descs != inline_descs)
+                free(descs);
+            return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_dispatch: %s: tensor %d is NULL",
+                                op->name, i);
+        }
+        descs[i] = &t->desc;
+    }
+    bp_kernel_call kc = {
+        .struct_size = sizeof kc,
+        .op = call->op,
+        .op_name = op->name,
+        .dtype = call->dtype,
+        .device = device->handle,
+        .stream = stream->handle,
+        .n_inputs = call->n_inputs,
+        .n_outputs = call->n_outputs,
+        .inputs = descs,
+        .outputs = descs + call->n_inputs,
+        .attrs = call->attrs,
+        .kernel_data = kernel->data,
+    };
+    bp_status st;
+    if (__builtin_expect(bp_dispatch_hooks != 0, 0)) {
+        bp_trace_note(op, device, call->dtype);
+        st = bp_profile_launch(op, kernel, &kc, call, stream);
+    } else {
+        st = kernel->fn(&kc);
+    }
+    if (descs != inline_descs)
+        free(descs);
+    return st;
+}

@@ -1,0 +1,64 @@
+/* Internal contract of the dispatcher with the rest of the core. */
+#ifndef BP_DISPATCHER_INTERNAL_H
+#define BP_DISPATCHER_INTERNAL_H
+
+#include "hal_internal.h"
+
+#define BP_MAX_OPS 256
+#define BP_MAX_DEVICE_TYPES 32
+#define BP_OP_NAME_MAX 32
+
+typedef struct bp_kernel_entry {
+    bp_kernel_fn fn;
+    void *data;
+    int32_t priority;
+    int type_slot;
+} bp_kernel_entry;
+
+typedef struct bp_op_record {
+    char name[BP_OP_NAME_MAX];
+    size_t attrs_size;
+    atomic_bool fallback_warned;
+    /* Published with release stores; entries are immutable once published. */
+    _Atomic(const bp_kernel_entry *) kernels[BP_MAX_DEVICE_TYPES][BP_DTYPE_COUNT];
+} bp_op_record;
+
+/* Defines the built-in ops and registers the cpu kernels; called once by the registry
+ * before any backend is initialised. Reads BP_CPU_FALLBACK, BP_TRACE_OPS, BP_PROFILE. */
+BP_INTERNAL void bp_dispatcher_init(void);
+/* The slot of a device type name (interned on first use), or -1 when all are taken. */
+BP_INTERNAL int bp_dispatcher_type_slot(const char *backend_name);
+/* Around a plugin's init: the backend name that host->register_kernel may use before
+ * the backend is registered (per thread; NULL to clear). */
+BP_INTERNAL void bp_dispatcher_set_initializing(const char *backend_name);
+/* Removes the kernels of a backend whose plugin was rejected after its init; later
+ * registrations under that name fail ("unloaded"). */
+BP_INTERNAL void bp_dispatcher_drop_backend(const char *backend_name);
+/* The host->register_kernel entry. */
+BP_INTERNAL bp_status bp_host_register_kernel(const char *backend_name, const char *op_name,
+                                              bp_dtype dtype, bp_kernel_fn fn,
+                                              void *kernel_data, int32_t priority);
+/* bp_op_define without the registry initialisation, for the built-in ops, which are
+ * defined during it. */
+BP_INTERNAL bp_status bp_op_define_builtin(const char *name, size_t attrs_size,
+                                           bp_op_id *out_op);
+/* The record of a valid op id, else NULL. */
+BP_INTERNAL const bp_op_record *bp_op_record_get(bp_op_id op);
+
+/* ---- hooks (trace.c, profile.c): active only when their variable is set ---- */
+
+/* Nonzero when tracing or profiling is on: the one branch on the dispatch hot path. */
+extern BP_INTERNAL int bp_dispatch_hooks;
+/* BP_TRACE_OPS: notes (op, device type, dtype) of a dispatched call. */
+BP_INTERNAL void bp_trace_note(const bp_op_record *op, const bp_device *device, bp_dtype dtype);
+BP_INTERNAL bool bp_trace_enabled(void);
+/* BP_PROFILE: wraps one kernel launch; returns the kernel's status. */
+BP_INTERNAL bp_status bp_profile_launch(const bp_op_record *op, const bp_kernel_entry *kernel,
+                                        const bp_kernel_call *kc, const bp_op_call *call,
+                                        bp_stream *stream);
+BP_INTERNAL bool bp_profile_enabled(void);
+/* Reads BP_TRACE_OPS / BP_PROFILE once at init and registers their writers at exit. */
+BP_INTERNAL void bp_trace_init(void);
+BP_INTERNAL void bp_profile_init(void);
+
+#endif

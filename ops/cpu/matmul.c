@@ -1,0 +1,388 @@
+/* cpu kernels of op "matmul": out[..., M, N] = a[..., M, K] @ b[..., K, N] for f32,
+ * f16 and bf16, accumulating in f32, with any strides and broadcast batch dims.
+ *
+ * Two engines:
+ *  - CBLAS (BP_HAVE_CBLAS, OpenBLAS): f32 operands whose strides BLAS can express
+ *    (one unit stride, a leading dim at least the row length) go straight to
+ *    cblas_sgemm, also a column-major out (as out^T = b^T a^T); anything else
+ *    (f16/bf16, other strides) is converted panel by panel along K into f32 scratch,
+ *    so each input element is converted once, and accumulated in an f32 M x N
+ *    buffer that is converted into out at the end. If that scratch cannot be
+ *    allocated, the item falls back to the blocked kernel, which needs none.
+ *  - the blocked kernel: tiles of MC x NC outputs, K in panels of KC, operands packed
+ *    into f32 buffers on the stack, and an MR x NR register tile of GNU C vectors
+ *    (with an AVX2+FMA clone on x86-64).
+ *
+ * Threading. OpenBLAS has its own thread pool and our bp_parallel_for pool has one
+ * thread per core too; OpenBLAS threads started inside our pool's chunks would put
+ * two threads on every core (and OpenBLAS serialises concurrent threaded calls). We
+ * leave OpenBLAS's thread count alone (it is process-wide, and the application may
+ * use OpenBLAS itself) and keep the two pools apart within a call: a large item
+ * (M*N*K above OpenBLAS's own single-thread threshold) is one sgemm call from the
+ * stream worker, threaded by OpenBLAS while our pool idles; small items, which
+ * OpenBLAS runs on the calling thread anyway, are spread over our pool, a batch range
+ * per chunk. Measured on 2 cores, 1024^3 f32: 175 GFLOP/s this way against 87 with
+ * OpenBLAS set to one thread and the rows split over two threads (4096^3: 184 / 177).
+ * Kernels running at once on several streams can still overlap the pools. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef BP_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+#include "dtype_convert.h"
+#include "ops_internal.h"
+
+/* Blocked kernel: MR x NR register tile, MC x NC output tile, KC deep panels. The
+ * packed panels and the f32 output tile take (MC*KC + KC*NC + MC*NC) floats (128 KiB)
+ * of stack. */
+enum { MR = 4, NR = 16, MC = 64, NC = 128, KC = 128 };
+
+/* CBLAS: the depth of the converted K panels. */
+#define BLAS_PANEL_K 256
+/* OpenBLAS runs an sgemm with M*N*K up to this on the calling thread (its
+ * SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD). */
+#define BLAS_SERIAL_WORK (65536.0 * 4)
+
+typedef struct mm_job {
+    bp_dtype dt;
+    size_t esize;
+    const char *a, *b;
+    char *c;
+    int64_t m, n, k;
+    int64_t sam, sak, sbk, sbn, scm, scn; /* element strides after the transposes */
+    int nbatch;                           /* batch dims (those of out) */
+    int64_t bshape[BP_KERNEL_MAX_DIMS];
+    int64_t bsa[BP_KERNEL_MAX_DIMS], bsb[BP_KERNEL_MAX_DIMS], bsc[BP_KERNEL_MAX_DIMS];
+    int64_t items;                        /* product of bshape */
+    int64_t mtiles, ntiles;               /* blocked kernel tiles per item */
+} mm_job;
+
+/* ---- conversions between the operands and f32 ---- */
+
+/* dst[i] = element i of a strided run of n elements of dtype dt starting at src. */
+static void load_f32(float *dst, const char *src, bp_dtype dt, int64_t n, int64_t stride) {
+    if (dt == BP_DTYPE_F32) {
+        const float *s = (const float *)src;
+        if (stride == 1)
+            memcpy(dst, s, (size_t)n * sizeof *dst);
+        else
+            for (int64_t i = 0; i < n; i++)
+                dst[i] = s[i * stride];
+    } else if (dt == BP_DTYPE_F16) {
+        const uint16_t *s = (const uint16_t *)src;
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = bp_f16_to_f32(s[i * stride]);
+    } else {
+        const uint16_t *s = (const uint16_t *)src;
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = bp_bf16_to_f32(s[i * stride]);
+    }
+}
+
+static void store_f32(char *dst, bp_dtype dt, int64_t stride, const float *src, int64_t n) {
+    if (dt == BP_DTYPE_F32) {
+        float *d = (float *)dst;
+        for (int64_t i = 0; i < n; i++)
+            d[i * stride] = src[i];
+    } else if (dt == BP_DTYPE_F16) {
+        uint16_t *d = (uint16_t *)dst;
+        for (int64_t i = 0; i < n; i++)
+            d[i * stride] = bp_f32_to_f16(src[i]);
+    } else {
+        uint16_t *d = (uint16_t *)dst;
+        for (int64_t i = 0; i < n; i++)
+            d[i * stride] = bp_f32_to_bf16(src[i]);
+    }
+}
+
+/* Copies rows x cols of a strided matrix into a row-major f32 buffer (row stride ld). */
+static void pack_rows(float *dst, int64_t ld, const char *src, bp_dtype dt, size_t esize,
+                      int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+    for (int64_t r = 0; r < rows; r++)
+        load_f32(dst + r * ld, src + (size_t)(r * rs) * esize, dt, cols, cs);
+}
+
+/* Byte offsets of batch item t in a, b and c. */
+static void item_offsets(const mm_job *j, int64_t t, size_t *oa, size_t *ob, size_t *oc) {
+    int64_t ea = 0, eb = 0, ec = 0;
+    for (int d = j->nbatch - 1; d >= 0; d--) {
+        int64_t i = t % j->bshape[d];
+        t /= j->bshape[d];
+        ea += i * j->bsa[d];
+        eb += i * j->bsb[d];
+        ec += i * j->bsc[d];
+    }
+    *oa = (size_t)ea * j->esize;
+    *ob = (size_t)eb * j->esize;
+    *oc = (size_t)ec * j->esize;
+}
+
+/* ---- the blocked kernel ---- */
+
+/* 8-float vectors (GNU C), unaligned: the register tile. */
+typedef float vf8 __attribute__((vector_size(32), aligned(4)));
+#define SPLAT(x) ((vf8){(x), (x), (x), (x), (x), (x), (x), (x)})
+
+/* The hot loop gets an AVX2+FMA clone on x86-64, picked at load time. */
+#if defined(__x86_64__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#endif
+#endif
+#ifndef SIMD_CLONES
+#define SIMD_CLONES
+#endif
+
+/* c[MR][NR] (row stride NC) += a[MR][kc] (row stride KC) @ b[kc][NR] (row stride NC). */
+__attribute__((always_inline)) static inline void micro_tile(int64_t kc, const float *a, const float *b, float *c) {
+    vf8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
+    for (int64_t p = 0; p < kc; p++) {
+        const float *bp = b + p * NC, *ap = a + p;
+        vf8 b0 = *(const vf8 *)bp, b1 = *(const vf8 *)(bp + 8);
+        vf8 a0 = SPLAT(ap[0]), a1 = SPLAT(ap[KC]), a2 = SPLAT(ap[2 * KC]);
+        vf8 a3 = SPLAT(ap[3 * KC]);
+        c00 += a0 * b0;
+        c01 += a0 * b1;
+        c10 += a1 * b0;
+        c11 += a1 * b1;
+        c20 += a2 * b0;
+        c21 += a2 * b1;
+        c30 += a3 * b0;
+        c31 += a3 * b1;
+    }
+    *(vf8 *)c += c00, *(vf8 *)(c + 8) += c01;
+    *(vf8 *)(c + NC) += c10, *(vf8 *)(c + NC + 8) += c11;
+    *(vf8 *)(c + 2 * NC) += c20, *(vf8 *)(c + 2 * NC + 8) += c21;
+    *(vf8 *)(c + 3 * NC) += c30, *(vf8 *)(c + 3 * NC + 8) += c31;
+}
+
+/* cp[rows][cols] += ap[rows][kc] @ bp[kc][cols]; rows and cols are multiples of the
+ * register tile. */
+SIMD_CLONES
+static void block_product(int64_t kc, const float *ap, const float *bp, float *cp, int64_t rows,
+                          int64_t cols) {
+    for (int64_t r = 0; r < rows; r += MR)
+        for (int64_t q = 0; q < cols; q += NR)
+            micro_tile(kc, ap + r * KC, bp + q, cp + r * NC + q);
+}
+
+/* Output tile (mt, nt) of batch item t. */
+static void blocked_tile(const mm_job *j, int64_t t, int64_t mt, int64_t nt) {
+    float ap[MC * KC], bp[KC * NC], cp[MC * NC];
+    size_t oa, ob, oc;
+    item_offsets(j, t, &oa, &ob, &oc);
+    int64_t i0 = mt * MC, j0 = nt * NC;
+    int64_t mc = j->m - i0 < MC ? j->m - i0 : MC;
+    int64_t nc = j->n - j0 < NC ? j->n - j0 : NC;
+    int64_t mc_pad = (mc + MR - 1) / MR * MR, nc_pad = (nc + NR - 1) / NR * NR;
+    memset(cp, 0, sizeof cp);
+    /* Padding rows of A and columns of B are zero, so partial tiles need no edge code. */
+    for (int64_t r = mc; r < mc_pad; r++)
+        memset(ap + r * KC, 0, sizeof ap[0] * KC);
+    for (int64_t p = 0; nc < nc_pad && p < KC; p++)
+        memset(bp + p * NC + nc, 0, sizeof bp[0] * (size_t)(nc_pad - nc));
+    const char *a = j->a + oa + (size_t)(i0 * j->sam) * j->esize;
+    const char *b = j->b + ob + (size_t)(j0 * j->sbn) * j->esize;
+    for (int64_t k0 = 0; k0 < j->k; k0 += KC) {
+        int64_t kc = j->k - k0 < KC ? j->k - k0 : KC;
+        pack_rows(ap, KC, a + (size_t)(k0 * j->sak) * j->esize, j->dt, j->esize, mc, kc,
+                  j->sam, j->sak);
+        pack_rows(bp, NC, b + (size_t)(k0 * j->sbk) * j->esize, j->dt, j->esize, kc, nc,
+                  j->sbk, j->sbn);
+        block_product(kc, ap, bp, cp, mc_pad, nc_pad);
+    }
+    char *c = j->c + oc + (size_t)(i0 * j->scm + j0 * j->scn) * j->esize;
+    for (int64_t r = 0; r < mc; r++)
+        store_f32(c + (size_t)(r * j->scm) * j->esize, j->dt, j->scn, cp + r * NC, nc);
+}
+
+static void blocked_range(void *ctx, int64_t begin, int64_t end) {
+    const mm_job *j = ctx;
+    for (int64_t task = begin; task < end; task++) {
+        int64_t nt = task % j->ntiles, rest = task / j->ntiles;
+        blocked_tile(j, rest / j->mtiles, rest % j->mtiles, nt);
+    }
+}
+
+/* ---- the CBLAS engine ---- */
+
+#ifdef BP_HAVE_CBLAS
+typedef struct blas_view {
+    bool ok;
+    CBLAS_TRANSPOSE trans;
+    int ld;
+} blas_view;
+
+/* How row-major BLAS can read a rows x cols f32 matrix with element strides (rs, cs),
+ * if it can: row-major (cs = 1) or transposed (rs = 1), leading dim >= the row. */
+static blas_view view_of(bp_dtype dt, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+    blas_view v = {.ok = false};
+    if (dt != BP_DTYPE_F32)
+        return v;
+    int64_t ld = 0;
+    if (cs == 1 && (rows <= 1 || rs >= cols)) {
+        v.trans = CblasNoTrans;
+        ld = rows <= 1 ? cols : rs;
+    } else if (rs == 1 && (cols <= 1 || cs >= rows)) {
+        v.trans = CblasTrans;
+        ld = cols <= 1 ? rows : cs;
+    } else {
+        return v;
+    }
+    if (ld < 1)
+        ld = 1;
+    v.ok = ld <= INT_MAX;
+    v.ld = (int)ld;
+    return v;
+}
+
+/* Scratch floats one item needs on the CBLAS engine (0: none). */
+static size_t blas_scratch(const mm_job *j) {
+    blas_view va = view_of(j->dt, j->m, j->k, j->sam, j->sak);
+    blas_view vb = view_of(j->dt, j->k, j->n, j->sbk, j->sbn);
+    blas_view vc = view_of(j->dt, j->m, j->n, j->scm, j->scn);
+    if (va.ok && vb.ok && vc.ok)
+        return 0;
+    int64_t kp = va.ok && vb.ok ? j->k : (j->k < BLAS_PANEL_K ? j->k : BLAS_PANEL_K);
+    return (size_t)((va.ok ? 0 : j->m * kp) + (vb.ok ? 0 : kp * j->n) +
+                    (vc.ok && vc.trans == CblasNoTrans ? 0 : j->m * j->n));
+}
+
+/* One batch item through cblas_sgemm; scratch holds blas_scratch(j) floats. */
+static void blas_item(const mm_job *j, int64_t t, float *scratch) {
+    size_t oa, ob, oc;
+    item_offsets(j, t, &oa, &ob, &oc);
+    const char *a = j->a + oa, *b = j->b + ob;
+    char *c = j->c + oc;
+    int m = (int)j->m, n = (int)j->n;
+    blas_view va = view_of(j->dt, j->m, j->k, j->sam, j->sak);
+    blas_view vb = view_of(j->dt, j->k, j->n, j->sbk, j->sbn);
+    blas_view vc = view_of(j->dt, j->m, j->n, j->scm, j->scn);
+    if (va.ok && vb.ok && vc.ok) {
+        if (vc.trans == CblasNoTrans)
+            cblas_sgemm(CblasRowMajor, va.trans, vb.trans, m, n, (int)j->k, 1.0f,
+                        (const float *)a, va.ld, (const float *)b, vb.ld, 0.0f, (float *)c, vc.ld);
+        else /* a column-major out: out^T = b^T a^T */
+            cblas_sgemm(CblasRowMajor, vb.trans == CblasNoTrans ? CblasTrans : CblasNoTrans,
+                        va.trans == CblasNoTrans ? CblasTrans : CblasNoTrans, n, m, (int)j->k,
+                        1.0f, (const float *)b, vb.ld, (const float *)a, va.ld, 0.0f, (float *)c,
+                        vc.ld);
+        return;
+    }
+    int64_t kp = va.ok && vb.ok ? j->k : (j->k < BLAS_PANEL_K ? j->k : BLAS_PANEL_K);
+    float *ap = scratch, *bp = ap + (va.ok ? 0 : j->m * kp), *cp = bp + (vb.ok ? 0 : kp * j->n);
+    bool c_direct = vc.ok && vc.trans == CblasNoTrans;
+    float *cbuf = c_direct ? (float *)c : cp;
+    int ldc = c_direct ? vc.ld : n;
+    for (int64_t k0 = 0; k0 < j->k; k0 += kp) {
+        int kc = (int)(j->k - k0 < kp ? j->k - k0 : kp);
+        const char *ak = a + (size_t)(k0 * j->sak) * j->esize;
+        const char *bk = b + (size_t)(k0 * j->sbk) * j->esize;
+        if (!va.ok)
+            pack_rows(ap, kc, ak, j->dt, j->esize, j->m, kc, j->sam, j->sak);
+        if (!vb.ok)
+            pack_rows(bp, n, bk, j->dt, j->esize, kc, j->n, j->sbk, j->sbn);
+        cblas_sgemm(CblasRowMajor, va.ok ? va.trans : CblasNoTrans,
+                    vb.ok ? vb.trans : CblasNoTrans, m, n, kc, 1.0f,
+                    va.ok ? (const float *)ak : ap, va.ok ? va.ld : kc,
+                    vb.ok ? (const float *)bk : bp, vb.ok ? vb.ld : n, k0 ? 1.0f : 0.0f, cbuf,
+                    ldc);
+    }
+    if (!c_direct)
+        for (int64_t r = 0; r < j->m; r++)
+            store_f32(c + (size_t)(r * j->scm) * j->esize, j->dt, j->scn, cp + r * n, j->n);
+}
+
+/* The fallback when scratch cannot be had. */
+static void blocked_item(const mm_job *j, int64_t t) {
+    for (int64_t mt = 0; mt < j->mtiles; mt++)
+        for (int64_t nt = 0; nt < j->ntiles; nt++)
+            blocked_tile(j, t, mt, nt);
+}
+
+/* A range of batch items, with scratch for one item at a time. */
+static void blas_range(void *ctx, int64_t begin, int64_t end) {
+    const mm_job *j = ctx;
+    size_t floats = blas_scratch(j);
+    float *scratch = floats ? malloc(floats * sizeof *scratch) : NULL;
+    for (int64_t t = begin; t < end; t++) {
+        if (floats && !scratch)
+            blocked_item(j, t);
+        else
+            blas_item(j, t, scratch);
+    }
+    free(scratch);
+}
+
+static bool blas_fits(const mm_job *j) {
+    return j->m <= INT_MAX && j->n <= INT_MAX && j->k <= INT_MAX &&
+           (double)j->m * (double)j->n <= (double)INT_MAX;
+}
+#endif
+
+/* ---- the kernel ---- */
+
+static void zero_out(const mm_job *j) {
+    float zeros[NC] = {0};
+    for (int64_t t = 0; t < j->items; t++) {
+        size_t oa, ob, oc;
+        item_offsets(j, t, &oa, &ob, &oc);
+        for (int64_t r = 0; r < j->m; r++)
+            for (int64_t q = 0; q < j->n; q += NC)
+                store_f32(j->c + oc + (size_t)(r * j->scm + q * j->scn) * j->esize, j->dt,
+                          j->scn, zeros, j->n - q < NC ? j->n - q : NC);
+    }
+}
+
+static void matmul(const bp_kernel_call *call) {
+    const bp_tensor_desc *a = call->inputs[0], *b = call->inputs[1], *c = call->outputs[0];
+    const bp_matmul_attrs *attrs = call->attrs;
+    int ta = attrs && attrs->trans_a, tb = attrs && attrs->trans_b;
+    mm_job j = {.dt = c->dtype, .esize = bp_dtype_size(c->dtype), .a = a->data, .b = b->data,
+                .c = c->data, .nbatch = c->ndim - 2, .items = 1};
+    j.m = c->shape[c->ndim - 2];
+    j.n = c->shape[c->ndim - 1];
+    j.k = a->shape[a->ndim - (ta ? 2 : 1)];
+    j.sam = a->strides[a->ndim - (ta ? 1 : 2)];
+    j.sak = a->strides[a->ndim - (ta ? 2 : 1)];
+    j.sbk = b->strides[b->ndim - (tb ? 1 : 2)];
+    j.sbn = b->strides[b->ndim - (tb ? 2 : 1)];
+    j.scm = c->strides[c->ndim - 2];
+    j.scn = c->strides[c->ndim - 1];
+    for (int d = 0; d < j.nbatch; d++) {
+        int da = d - (c->ndim - a->ndim), db = d - (c->ndim - b->ndim);
+        j.bshape[d] = c->shape[d];
+        j.bsa[d] = da >= 0 && a->shape[da] != 1 ? a->strides[da] : 0;
+        j.bsb[d] = db >= 0 && b->shape[db] != 1 ? b->strides[db] : 0;
+        j.bsc[d] = c->strides[d];
+        j.items *= c->shape[d];
+    }
+    if (j.items == 0 || j.m == 0 || j.n == 0)
+        return;
+    if (j.k == 0) {
+        zero_out(&j);
+        return;
+    }
+    j.mtiles = (j.m + MC - 1) / MC;
+    j.ntiles = (j.n + NC - 1) / NC;
+#ifdef BP_HAVE_CBLAS
+    double work = (double)j.m * (double)j.n * (double)j.k;
+    if (blas_fits(&j)) {
+        if (j.items > 1 && work <= BLAS_SERIAL_WORK)
+            bp_parallel_for(j.items, (int64_t)(1048576.0 / work) + 1, blas_range, &j);
+        else
+            blas_range(&j, 0, j.items);
+        return;
+    }
+#endif
+    double tile_work = (double)(j.m < MC ? j.m : MC) * (double)(j.n < NC ? j.n : NC) * (double)j.k;
+    bp_parallel_for(j.items * j.mtiles * j.ntiles, (int64_t)(1048576.0 / tile_work) + 1,
+                    blocked_range, &j);
+}
+
+void bp_cpu_matmul_f32(const bp_kernel_call *call) { matmul(call); }
+void bp_cpu_matmul_f16(const bp_kernel_call *call) { matmul(call); }
+void bp_cpu_matmul_bf16(const bp_kernel_call *call) { matmul(call); }

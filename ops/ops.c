@@ -1,0 +1,30 @@
+/* The built-in ops and the registration of their cpu kernels. */
+#include "ops_internal.h"
+
+static const struct {
+    const char *name;
+    size_t attrs_size;
+} builtin_ops[BP_OP_BUILTIN_COUNT] = {
+#define BP_OP_ENTRY(id, name, attrs) [BP_OP_##id] = {name, attrs},
+    BP_BUILTIN_OPS(BP_OP_ENTRY)
+#undef BP_OP_ENTRY
+};
+
+void bp_ops_define_builtins(void) {
+    for (int i = 0; i < BP_OP_BUILTIN_COUNT; i++) {
+        bp_op_id id = -1;
+        if (bp_op_define_builtin(builtin_ops[i].name, builtin_ops[i].attrs_size, &id) != BP_OK || id != i)
+            bp_log(BP_LOG_ERROR, "ops", "defining built-in op '%s' failed: %s",
+                   builtin_ops[i].name, bp_last_error());
+    }
+}
+
+void bp_ops_register_cpu_kernels(int cpu_type_slot) {
+    (void)cpu_type_slot;
+    for (int i = 0; i < bp_cpu_kernel_count; i++) {
+        const bp_cpu_kernel_entry *k = &bp_cpu_kernel_table[i];
+        if (bp_host_register_kernel("cpu", k->op, k->dtype, bp_cpu_launch, (void *)k->fn, 0) != BP_OK)
+            bp_log(BP_LOG_ERROR, "ops", "registering cpu kernel %s/%s failed: %s", k->op,
+                   bp_dtype_name(k->dtype), bp_last_error());
+    }
+}

@@ -1,0 +1,423 @@
+/* sdpa on the cpu device against a float64 reference computed here from the rounded
+ * inputs: softmax(q k^T * scale, softcapped, plus ALiBi, masked) v, with a fully
+ * masked row giving 0; compared with the tolerances of tolerances.h (terms = Sk).
+ * Covers every float dtype and every combination of causal, sliding window, ALiBi,
+ * softcap and grouped-query heads, default and custom scales, shapes that are not
+ * multiples of the kernel's blocks, zero-size and size-1 dims, non-contiguous inputs
+ * and outputs, that no memory grows with Sq * Sk, and every argument error. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "op_test_util.h"
+
+typedef struct dims {
+    int64_t b, h, hkv, sq, sk, d;
+} dims;
+
+typedef struct variant {
+    float scale; /* as passed: 0 means 1/sqrt(d) */
+    int causal;
+    int window;
+    float softcap;
+    bool alibi;
+} variant;
+
+/* Element (b, h, s, x) of a tensor given as values plus element strides. */
+typedef struct view4 {
+    const double *v;
+    int64_t st[4];
+} view4;
+
+static double at(view4 t, int64_t b, int64_t h, int64_t s, int64_t x) {
+    return t.v[b * t.st[0] + h * t.st[1] + s * t.st[2] + x * t.st[3]];
+}
+
+static view4 contiguous4(const double *v, int64_t h, int64_t s, int64_t d) {
+    return (view4){v, {h * s * d, s * d, d, 1}};
+}
+
+/* float64 reference, out [b, h, sq, d] contiguous. */
+static double *reference(dims n, variant var, view4 q, view4 k, view4 v, const double *slopes) {
+    double scale = var.scale != 0 ? var.scale : 1.0 / sqrt((double)n.d);
+    double *out = calloc((size_t)(n.b * n.h * n.sq * n.d + 1), sizeof *out);
+    double *s = malloc((size_t)(n.sk + 1) * sizeof *s);
+    bool *seen = malloc((size_t)(n.sk + 1) * sizeof *seen);
+    for (int64_t b = 0; b < n.b; b++)
+        for (int64_t h = 0; h < n.h; h++) {
+            int64_t hk = h / (n.h / n.hkv);
+            for (int64_t i = 0; i < n.sq; i++) {
+                double mx = -INFINITY;
+                for (int64_t j = 0; j < n.sk; j++) {
+                    double dot = 0;
+                    for (int64_t x = 0; x < n.d; x++)
+                        dot += at(q, b, h, i, x) * at(k, b, hk, j, x);
+                    double sc = dot * scale;
+                    if (var.softcap > 0)
+                        sc = var.softcap * tanh(sc / var.softcap);
+                    if (slopes)
+                        sc -= slopes[h] * (double)(i - j);
+                    seen[j] = !(var.causal && j > i) && !(var.window > 0 && j <= i - var.window);
+                    s[j] = sc;
+                    if (seen[j] && sc > mx)
+                        mx = sc;
+                }
+                double sum = 0;
+                for (int64_t j = 0; j < n.sk; j++) {
+                    s[j] = seen[j] ? exp(s[j] - mx) : 0;
+                    sum += s[j];
+                }
+                double *o = out + ((b * n.h + h) * n.sq + i) * n.d;
+                for (int64_t x = 0; x < n.d && sum > 0; x++) {
+                    double acc = 0;
+                    for (int64_t j = 0; j < n.sk; j++)
+                        acc += s[j] * at(v, b, hk, j, x);
+                    o[x] = acc / sum;
+                }
+            }
+        }
+    free(s);
+    free(seen);
+    return out;
+}
+
+static void check(const char *what, const bp_tensor *out, const double *want, dims n) {
+    assert_int_equal(bp_tensor_ndim(out), 4);
+    assert_int_equal(bp_tensor_size(out, 0), n.b);
+    assert_int_equal(bp_tensor_size(out, 1), n.h);
+    assert_int_equal(bp_tensor_size(out, 2), n.sq);
+    assert_int_equal(bp_tensor_size(out, 3), n.d);
+    double *got = bp_test_tensor_values(out);
+    bp_test_assert_close(what, got, want, n.b * n.h * n.sq * n.d, bp_tensor_dtype(out),
+                         (double)n.sk);
+    free(got);
+}
+
+/* Slopes as ALiBi uses them: 2^(-8 (h + 1) / H). */
+static bp_tensor *make_slopes(int64_t heads, double **values) {
+    float *f = malloc((size_t)(heads + 1) * sizeof *f);
+    double *v = malloc((size_t)(heads + 1) * sizeof *v);
+    for (int64_t h = 0; h < heads; h++) {
+        f[h] = (float)pow(2.0, -8.0 * (double)(h + 1) / (double)heads);
+        v[h] = f[h];
+    }
+    bp_tensor *t = NULL;
+    BP_ASSERT_OK(bp_tensor_from_host(bp_test_cpu(), BP_DTYPE_F32, 1, (const int64_t[]){heads}, f,
+                                     &t));
+    free(f);
+    *values = v;
+    return t;
+}
+
+static void describe(char *buf, size_t size, bp_dtype dt, dims n, variant var) {
+    snprintf(buf, size, "sdpa %s [%lld, %lld, %lld, %lld] kv heads %lld sk %lld scale %g "
+             "causal %d window %d softcap %g alibi %d", bp_dtype_name(dt), (long long)n.b,
+             (long long)n.h, (long long)n.sq, (long long)n.d, (long long)n.hkv, (long long)n.sk,
+             (double)var.scale, var.causal, var.window, (double)var.softcap, var.alibi);
+}
+
+/* One call on contiguous random inputs, checked against the reference. */
+static void run_case(bp_dtype dt, dims n, variant var, uint64_t seed) {
+    bp_device *cpu = bp_test_cpu();
+    double *qv, *kv, *vv, *sv = NULL;
+    bp_tensor *q = bp_test_random_tensor(cpu, dt, 4, (const int64_t[]){n.b, n.h, n.sq, n.d},
+                                         seed, -1, 1, &qv);
+    bp_tensor *k = bp_test_random_tensor(cpu, dt, 4, (const int64_t[]){n.b, n.hkv, n.sk, n.d},
+                                         seed + 1, -1, 1, &kv);
+    bp_tensor *v = bp_test_random_tensor(cpu, dt, 4, (const int64_t[]){n.b, n.hkv, n.sk, n.d},
+                                         seed + 2, -1, 1, &vv);
+    bp_tensor *slopes = var.alibi ? make_slopes(n.h, &sv) : NULL;
+    bp_sdpa_attrs attrs = {.scale = var.scale, .causal = var.causal, .window = var.window,
+                           .softcap = var.softcap, .has_alibi = 0 /* set by the op */};
+    double *want = reference(n, var, contiguous4(qv, n.h, n.sq, n.d),
+                             contiguous4(kv, n.hkv, n.sk, n.d), contiguous4(vv, n.hkv, n.sk, n.d),
+                             sv);
+    bp_tensor *out = NULL;
+    BP_ASSERT_OK(bp_sdpa(q, k, v, slopes, &attrs, &out));
+    char what[256];
+    describe(what, sizeof what, dt, n, var);
+    check(what, out, want, n);
+    bp_tensor *all[] = {q, k, v, slopes, out};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        bp_tensor_release(all[i]);
+    free(qv);
+    free(kv);
+    free(vv);
+    free(sv);
+    free(want);
+}
+
+static void test_attribute_combinations(void **state) {
+    (void)state;
+    const float softcaps[] = {0, 0.7f};
+    uint64_t seed = 100;
+    for (int i = 0; i < 3; i++)
+        for (int gqa = 0; gqa < 2; gqa++)
+            for (int causal = 0; causal < 2; causal++)
+                for (int window = 0; window < 2; window++)
+                    for (int alibi = 0; alibi < 2; alibi++)
+                        for (int cap = 0; cap < 2; cap++) {
+                            dims n = {2, 4, gqa ? 2 : 4, 37, 71, 20};
+                            variant var = {.scale = (causal + window + alibi) % 2 ? 0.35f : 0,
+                                           .causal = causal, .window = window ? 9 : 0,
+                                           .softcap = softcaps[cap], .alibi = alibi};
+                            run_case(bp_test_float_dtypes[i], n, var, seed++);
+                        }
+}
+
+static void test_shapes(void **state) {
+    (void)state;
+    const variant plain = {0}, causal = {.causal = 1}, everything = {
+        .scale = 0.5f, .causal = 1, .window = 40, .softcap = 2.0f, .alibi = true};
+    const dims cases[] = {
+        {1, 2, 2, 37, 129, 16},  /* Sk past two key blocks */
+        {1, 2, 1, 1, 129, 32},   /* one query (decoding) */
+        {1, 1, 1, 1, 1, 8},
+        {1, 3, 1, 70, 65, 24},   /* three query heads per kv head; d not a multiple of 16 */
+        {2, 2, 2, 129, 37, 64},  /* Sq > Sk */
+        {1, 1, 1, 5, 3, 1},      /* d = 1 */
+        {1, 2, 2, 3, 70, 130},   /* d over a register tile many times */
+    };
+    uint64_t seed = 300;
+    for (int i = 0; i < 3; i++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            run_case(bp_test_float_dtypes[i], cases[c], plain, seed++);
+            run_case(bp_test_float_dtypes[i], cases[c], causal, seed++);
+            run_case(bp_test_float_dtypes[i], cases[c], everything, seed++);
+        }
+}
+
+static void test_masked_rows_and_zero_size(void **state) {
+    (void)state;
+    uint64_t seed = 500;
+    for (int i = 0; i < 3; i++) {
+        bp_dtype dt = bp_test_float_dtypes[i];
+        /* A window without causal: rows i >= Sk + window - 1 see no key at all. */
+        run_case(dt, (dims){1, 2, 2, 37, 10, 8}, (variant){.window = 5}, seed++);
+        run_case(dt, (dims){1, 2, 2, 37, 10, 8}, (variant){.window = 5, .alibi = true}, seed++);
+        run_case(dt, (dims){1, 2, 1, 4, 0, 8}, (variant){0}, seed++);       /* Sk = 0: zeros */
+        run_case(dt, (dims){1, 2, 1, 0, 5, 8}, (variant){.causal = 1}, seed++);
+        run_case(dt, (dims){0, 2, 1, 4, 5, 8}, (variant){0}, seed++);
+        run_case(dt, (dims){1, 2, 1, 4, 5, 0}, (variant){0}, seed++);       /* d = 0 */
+        run_case(dt, (dims){1, 0, 0, 4, 5, 8}, (variant){0}, seed++);       /* no heads */
+    }
+}
+
+/* q, k, v in the [B, S, H, D] layout of a projection, viewed as [B, H, S, D], and out
+ * written through the same kind of view. */
+static void test_strided(void **state) {
+    (void)state;
+    bp_device *cpu = bp_test_cpu();
+    dims n = {2, 4, 2, 37, 71, 24};
+    variant var = {.scale = 0.3f, .causal = 1, .alibi = true, .softcap = 3.0f};
+    for (int i = 0; i < 3; i++) {
+        bp_dtype dt = bp_test_float_dtypes[i];
+        double *qv, *kv, *vv, *sv;
+        bp_tensor *qb = bp_test_random_tensor(cpu, dt, 4, (const int64_t[]){n.b, n.sq, n.h, n.d},
+                                              700 + i, -1, 1, &qv);
+        bp_tensor *kb = bp_test_random_tensor(cpu, dt, 4,
+                                              (const int64_t[]){n.b, n.sk, n.hkv, n.d}, 710 + i,
+                                              -1, 1, &kv);
+        bp_tensor *vb = bp_test_random_tensor(cpu, dt, 4,
+                                              (const int64_t[]){n.b, n.sk, n.hkv, n.d}, 720 + i,
+                                              -1, 1, &vv);
+        bp_tensor *q = NULL, *k = NULL, *v = NULL, *ob = NULL, *out = NULL;
+        BP_ASSERT_OK(bp_tensor_transpose(qb, 1, 2, &q));
+        BP_ASSERT_OK(bp_tensor_transpose(kb, 1, 2, &k));
+        BP_ASSERT_OK(bp_tensor_transpose(vb, 1, 2, &v));
+        BP_ASSERT_OK(bp_tensor_empty(cpu, dt, 4, (const int64_t[]){n.b, n.sq, n.h, n.d}, &ob));
+        BP_ASSERT_OK(bp_tensor_transpose(ob, 1, 2, &out));
+        bp_tensor *slopes = make_slopes(n.h, &sv);
+        view4 qview = {qv, {n.sq * n.h * n.d, n.d, n.h * n.d, 1}};
+        view4 kview = {kv, {n.sk * n.hkv * n.d, n.d, n.hkv * n.d, 1}};
+        view4 vview = {vv, {n.sk * n.hkv * n.d, n.d, n.hkv * n.d, 1}};
+        double *want = reference(n, var, qview, kview, vview, sv);
+        bp_sdpa_attrs attrs = {.scale = var.scale, .causal = 1, .softcap = var.softcap};
+        BP_ASSERT_OK(bp_sdpa_out(q, k, v, slopes, &attrs, out));
+        char what[256];
+        describe(what, sizeof what, dt, n, var);
+        check(what, out, want, n);
+        bp_tensor *all[] = {qb, kb, vb, q, k, v, ob, out, slopes};
+        for (size_t t = 0; t < sizeof all / sizeof all[0]; t++)
+            bp_tensor_release(all[t]);
+        free(qv);
+        free(kv);
+        free(vv);
+        free(sv);
+        free(want);
+    }
+}
+
+/* NULL attrs are the defaults: scale 1/sqrt(d), no masks. */
+static void test_default_attrs(void **state) {
+    (void)state;
+    bp_device *cpu = bp_test_cpu();
+    dims n = {1, 2, 2, 9, 11, 16};
+    double *qv, *kv, *vv;
+    bp_tensor *q = bp_test_random_tensor(cpu, BP_DTYPE_F32, 4, (const int64_t[]){1, 2, 9, 16}, 800,
+                                         -1, 1, &qv);
+    bp_tensor *k = bp_test_random_tensor(cpu, BP_DTYPE_F32, 4, (const int64_t[]){1, 2, 11, 16},
+                                         801, -1, 1, &kv);
+    bp_tensor *v = bp_test_random_tensor(cpu, BP_DTYPE_F32, 4, (const int64_t[]){1, 2, 11, 16},
+                                         802, -1, 1, &vv);
+    double *want = reference(n, (variant){0}, contiguous4(qv, 2, 9, 16), contiguous4(kv, 2, 11, 16),
+                             contiguous4(vv, 2, 11, 16), NULL);
+    bp_tensor *out = NULL;
+    BP_ASSERT_OK(bp_sdpa(q, k, v, NULL, NULL, &out));
+    check("sdpa with NULL attrs", out, want, n);
+    bp_tensor *all[] = {q, k, v, out};
+    for (size_t t = 0; t < sizeof all / sizeof all[0]; t++)
+        bp_tensor_release(all[t]);
+    free(qv);
+    free(kv);
+    free(vv);
+    free(want);
+}
+
+/* Bytes the device allocator's peak rises above what is allocated before the call,
+ * for bp_sdpa_out at sequence length s (out preallocated). */
+static uint64_t sdpa_overhead(int64_t s, bool causal) {
+    bp_device *cpu = bp_test_cpu();
+    const int64_t shape[4] = {1, 2, s, 16};
+    bp_tensor *q = bp_test_random_tensor(cpu, BP_DTYPE_F32, 4, shape, 900, -1, 1, NULL);
+    bp_tensor *k = bp_test_random_tensor(cpu, BP_DTYPE_F32, 4, shape, 901, -1, 1, NULL);
+    bp_tensor *v = bp_test_random_tensor(cpu, BP_DTYPE_F32, 4, shape, 902, -1, 1, NULL);
+    bp_tensor *out = NULL;
+    BP_ASSERT_OK(bp_tensor_empty(cpu, BP_DTYPE_F32, 4, shape, &out));
+    bp_stream *stream = NULL;
+    BP_ASSERT_OK(bp_stream_default(cpu, &stream));
+    BP_ASSERT_OK(bp_stream_synchronize(stream));
+    BP_ASSERT_OK(bp_memory_reset_peak(cpu));
+    bp_memory_stats before = {.struct_size = sizeof before};
+    BP_ASSERT_OK(bp_memory_get_stats(cpu, &before));
+    bp_sdpa_attrs attrs = {.causal = causal};
+    BP_ASSERT_OK(bp_sdpa_out(q, k, v, NULL, &attrs, out));
+    BP_ASSERT_OK(bp_stream_synchronize(stream));
+    bp_memory_stats after = {.struct_size = sizeof after};
+    BP_ASSERT_OK(bp_memory_get_stats(cpu, &after));
+    /* The result is sane: attention weights average values in [-1, 1). */
+    bp_tensor *last = NULL;
+    BP_ASSERT_OK(bp_tensor_narrow(out, 2, s - 1, 1, &last));
+    float row[2 * 16];
+    BP_ASSERT_OK(bp_tensor_to_host(last, row, sizeof row));
+    for (int x = 0; x < 2 * 16; x++)
+        assert_true(fabsf(row[x]) <= 1.0f);
+    bp_tensor *all[] = {q, k, v, out, last};
+    for (size_t t = 0; t < sizeof all / sizeof all[0]; t++)
+        bp_tensor_release(all[t]);
+    return after.peak_allocated_bytes - before.allocated_bytes;
+}
+
+static void test_memory_does_not_grow(void **state) {
+    (void)state;
+    uint64_t small = sdpa_overhead(256, false);
+    uint64_t large = sdpa_overhead(2048, true);
+    /* The score matrix at S = 2048 would be 2 heads * 2048^2 floats = 32 MiB. */
+    assert_true(large < 64 * 1024);
+    assert_int_equal(large, small);
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    bp_device *cpu = bp_test_cpu();
+    const int64_t qs[4] = {2, 4, 5, 8}, kvs[4] = {2, 2, 6, 8};
+    bp_tensor *q = bp_test_random_tensor(cpu, BP_DTYPE_F32, 4, qs, 1, -1, 1, NULL);
+    bp_tensor *k = bp_test_random_tensor(cpu, BP_DTYPE_F32, 4, kvs, 2, -1, 1, NULL);
+    bp_tensor *v = bp_test_random_tensor(cpu, BP_DTYPE_F32, 4, kvs, 3, -1, 1, NULL);
+    bp_tensor *kh = bp_test_random_tensor(cpu, BP_DTYPE_F16, 4, kvs, 4, -1, 1, NULL);
+    bp_tensor *qi = bp_test_random_tensor(cpu, BP_DTYPE_I32, 4, qs, 5, -1, 1, NULL);
+    bp_tensor *k3 = bp_test_random_tensor(cpu, BP_DTYPE_F32, 4, (const int64_t[]){2, 3, 6, 8}, 6,
+                                          -1, 1, NULL);
+    bp_tensor *kb = bp_test_random_tensor(cpu, BP_DTYPE_F32, 4, (const int64_t[]){3, 2, 6, 8}, 7,
+                                          -1, 1, NULL);
+    bp_tensor *kd = bp_test_random_tensor(cpu, BP_DTYPE_F32, 4, (const int64_t[]){2, 2, 6, 4}, 8,
+                                          -1, 1, NULL);
+    bp_tensor *vs = bp_test_random_tensor(cpu, BP_DTYPE_F32, 4, (const int64_t[]){2, 2, 7, 8}, 9,
+                                          -1, 1, NULL);
+    bp_tensor *q3 = bp_test_random_tensor(cpu, BP_DTYPE_F32, 3, (const int64_t[]){4, 5, 8}, 10,
+                                          -1, 1, NULL);
+    bp_tensor *slopes5 = bp_test_random_tensor(cpu, BP_DTYPE_F32, 1, (const int64_t[]){5}, 11, 0,
+                                               1, NULL);
+    bp_tensor *slopes_h = bp_test_random_tensor(cpu, BP_DTYPE_F16, 1, (const int64_t[]){4}, 12, 0,
+                                                1, NULL);
+    bp_tensor *slopes_2d = bp_test_random_tensor(cpu, BP_DTYPE_F32, 2, (const int64_t[]){1, 4},
+                                                 13, 0, 1, NULL);
+    bp_tensor *out = NULL, *wrong = NULL, *wrong_dt = NULL, *good = NULL;
+    bp_sdpa_attrs attrs = {0};
+
+    BP_ASSERT_ERR(bp_sdpa(NULL, k, v, NULL, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: tensor argument 0 is NULL");
+    assert_null(out);
+    BP_ASSERT_ERR(bp_sdpa(q, NULL, v, NULL, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: tensor argument 1 is NULL");
+    BP_ASSERT_ERR(bp_sdpa(q, k, NULL, NULL, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: tensor argument 2 is NULL");
+    BP_ASSERT_ERR(bp_sdpa(q, k, v, NULL, &attrs, NULL), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: the out pointer is NULL");
+    BP_ASSERT_ERR(bp_sdpa_out(q, k, v, NULL, &attrs, NULL), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: out is NULL");
+    BP_ASSERT_ERR(bp_sdpa(q, kh, v, NULL, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: dtype mismatch: f32 and f16");
+    BP_ASSERT_ERR(bp_sdpa(qi, k, v, NULL, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: dtype i32 is not supported (supported: f32, f16, bf16)");
+    BP_ASSERT_ERR(bp_sdpa(q3, k, v, NULL, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: q, k and v must be 4-D");
+    BP_ASSERT_ERR(bp_sdpa(q, k3, k3, NULL, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: q has 4 heads but k and v have 3; the query heads must be a multiple "
+                  "of the key/value heads");
+    BP_ASSERT_ERR(bp_sdpa(q, kb, kb, NULL, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: q is [2, 4, 5, 8] but k and v are [3, 2, 6, 8] (batch sizes differ)");
+    BP_ASSERT_ERR(bp_sdpa(q, kd, kd, NULL, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: q is [2, 4, 5, 8] but k and v are [2, 2, 6, 4] (head dims differ)");
+    BP_ASSERT_ERR(bp_sdpa(q, k, vs, NULL, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: k is [2, 2, 6, 8] but v is [2, 2, 7, 8]");
+    BP_ASSERT_ERR(bp_sdpa(q, k, v, slopes5, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: alibi_slopes is [5] but q has 4 heads (expected f32 [4]");
+    BP_ASSERT_ERR(bp_sdpa(q, k, v, slopes_2d, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: alibi_slopes is [1, 4] but q has 4 heads");
+    BP_ASSERT_ERR(bp_sdpa(q, k, v, slopes_h, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: alibi_slopes has dtype f16; it must be f32");
+    attrs.scale = NAN;
+    BP_ASSERT_ERR(bp_sdpa(q, k, v, NULL, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: scale must be a finite number");
+    attrs.scale = 0;
+    attrs.softcap = NAN;
+    BP_ASSERT_ERR(bp_sdpa(q, k, v, NULL, &attrs, &out), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: softcap must be a finite number");
+    attrs.softcap = 0;
+
+    BP_ASSERT_OK(bp_tensor_empty(cpu, BP_DTYPE_F32, 4, (const int64_t[]){2, 4, 5, 4}, &wrong));
+    BP_ASSERT_ERR(bp_sdpa_out(q, k, v, NULL, &attrs, wrong), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: out has shape [2, 4, 5, 4], expected [2, 4, 5, 8]");
+    BP_ASSERT_OK(bp_tensor_empty(cpu, BP_DTYPE_F16, 4, qs, &wrong_dt));
+    BP_ASSERT_ERR(bp_sdpa_out(q, k, v, NULL, &attrs, wrong_dt), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: out has dtype f16, expected f32");
+    BP_ASSERT_ERR(bp_sdpa_out(q, k, v, NULL, &attrs, q), BP_ERR_INVALID_ARGUMENT,
+                  "sdpa: out overlaps input 0");
+    BP_ASSERT_OK(bp_tensor_empty(cpu, BP_DTYPE_F32, 4, qs, &good));
+    BP_ASSERT_OK(bp_sdpa_out(q, k, v, NULL, &attrs, good));
+
+    bp_tensor *all[] = {q, k, v, kh, qi, k3, kb, kd, vs, q3, slopes5, slopes_h, slopes_2d,
+                        wrong, wrong_dt, good};
+    for (size_t t = 0; t < sizeof all / sizeof all[0]; t++)
+        bp_tensor_release(all[t]);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_attribute_combinations),
+        cmocka_unit_test(test_shapes),
+        cmocka_unit_test(test_masked_rows_and_zero_size),
+        cmocka_unit_test(test_strided),
+        cmocka_unit_test(test_default_attrs),
+        cmocka_unit_test(test_memory_does_not_grow),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
