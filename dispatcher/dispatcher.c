@@ -306,7 +306,33 @@ static bp_status missing_kernel(const bp_op_record *op, const bp_op_call *call) 
 
 enum { INLINE_TENSORS = 8 };
 
-bp_status bp_dispatch(const bp_op_call *call) {
+/* Builds the kernel's call record and calls the kernel (or the hooks around it). */
+static inline bp_status launch(const bp_op_record *op, const bp_kernel_entry *kernel,
+                               const bp_op_call *call, bp_stream *stream,
+                               const bp_tensor_desc *const *descs, bool hooks) {
+    bp_kernel_call kc = {
+        .struct_size = sizeof kc,
+        .op = call->op,
+        .op_name = op->name,
+        .dtype = call->dtype,
+        .device = call->device->handle,
+        .stream = stream->handle,
+        .n_inputs = call->n_inputs,
+        .n_outputs = call->n_outputs,
+        .inputs = descs,
+        .outputs = descs + call->n_inputs,
+        .attrs = call->attrs,
+        .kernel_data = kernel->data,
+    };
+    if (!hooks)
+        return kernel->fn(&kc);
+    bp_trace_note(op, call->device, call->dtype);
+    return bp_profile_launch(op, kernel, &kc, call, stream);
+}
+
+/* Everything off the fast path: argument errors, a missing kernel, the current stream,
+ * more tensors than fit on the stack, and the trace/profile hooks. */
+static __attribute__((noinline, cold)) bp_status dispatch_slow(const bp_op_call *call) {
     const bp_op_record *op = call ? bp_op_record_get(call->op) : NULL;
     if (!op || !call->device || (unsigned)call->dtype >= BP_DTYPE_COUNT || call->n_inputs < 0 ||
         call->n_outputs < 0)
@@ -322,45 +348,48 @@ bp_status bp_dispatch(const bp_op_call *call) {
     if (!stream)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_dispatch: no stream for %s: %s",
                             device->name, bp_last_error());
-
     int n = call->n_inputs + call->n_outputs;
-    const bp_tensor_desc *inline_descs[INLINE_TENSORS];
-    const bp_tensor_desc **descs =
-        n <= INLINE_TENSORS ? inline_descs : malloc((size_t)n * sizeof *descs);
+    const bp_tensor_desc **descs = malloc((n > 0 ? (size_t)n : 1) * sizeof *descs);
     if (!descs)
         return bp_set_error(BP_ERR_OUT_OF_MEMORY, "bp_dispatch: out of memory for %d tensors", n);
     for (int i = 0; i < n; i++) {
         const bp_tensor *t = i < call->n_inputs ? call->inputs[i] : call->outputs[i - call->n_inputs];
-        if (__builtin_expect(!t, 0)) {
-            if (descs != inline_descs)
-                free(descs);
+        if (!t) {
+            free(descs);
             return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_dispatch: %s: tensor %d is NULL",
                                 op->name, i);
         }
         descs[i] = &t->desc;
     }
-    bp_kernel_call kc = {
-        .struct_size = sizeof kc,
-        .op = call->op,
-        .op_name = op->name,
-        .dtype = call->dtype,
-        .device = device->handle,
-        .stream = stream->handle,
-        .n_inputs = call->n_inputs,
-        .n_outputs = call->n_outputs,
-        .inputs = descs,
-        .outputs = descs + call->n_inputs,
-        .attrs = call->attrs,
-        .kernel_data = kernel->data,
-    };
-    bp_status st;
-    if (__builtin_expect(bp_dispatch_hooks != 0, 0)) {
-        bp_trace_note(op, device, call->dtype);
-        st = bp_profile_launch(op, kernel, &kc, call, stream);
-    } else {
-        st = kernel->fn(&kc);
-    }
-    if (descs != inline_descs)
-        free(descs);
+    bp_status st = launch(op, kernel, call, stream, descs, bp_dispatch_hooks != 0);
+    free(descs);
     return st;
+}
+
+bp_status bp_dispatch(const bp_op_call *call) {
+    /* The fast path: a valid call with its stream named, a kernel present, few
+     * tensors, no hooks. Anything else takes dispatch_slow, which also explains it. */
+    if (__builtin_expect(!call || bp_dispatch_hooks || !call->stream || !call->device, 0))
+        return dispatch_slow(call);
+    const bp_op_record *op = bp_op_record_get(call->op);
+    unsigned n_inputs = (unsigned)call->n_inputs, n_outputs = (unsigned)call->n_outputs;
+    if (__builtin_expect(!op || (unsigned)call->dtype >= BP_DTYPE_COUNT ||
+                             n_inputs + n_outputs > INLINE_TENSORS, 0))
+        return dispatch_slow(call);
+    const bp_kernel_entry *kernel = atomic_load_explicit(
+        &op->kernels[call->device->backend->type_slot][call->dtype], memory_order_acquire);
+    if (__builtin_expect(!kernel, 0))
+        return dispatch_slow(call);
+    const bp_tensor_desc *descs[INLINE_TENSORS];
+    for (unsigned i = 0; i < n_inputs; i++) {
+        if (__builtin_expect(!call->inputs[i], 0))
+            return dispatch_slow(call);
+        descs[i] = &call->inputs[i]->desc;
+    }
+    for (unsigned i = 0; i < n_outputs; i++) {
+        if (__builtin_expect(!call->outputs[i], 0))
+            return dispatch_slow(call);
+        descs[n_inputs + i] = &call->outputs[i]->desc;
+    }
+    return launch(op, kernel, call, call->stream, descs, false);
 }
