@@ -109,4 +109,36 @@ static inline void bp_store_float(void *base, bp_dtype dt, int64_t i, float v) {
     }
 }
 
+/* Float-dtype runs (f32, f16 or bf16) to and from f32 buffers, for kernels that work in
+ * f32 tiles: dst[i] = element i of the n elements of `src` spaced `stride` apart. */
+static inline void bp_load_f32(float *dst, const char *src, bp_dtype dt, int64_t n,
+                               int64_t stride) {
+    if (dt == BP_DTYPE_F32) {
+        const float *s = (const float *)src;
+        if (stride == 1)
+            memcpy(dst, s, (size_t)n * sizeof *dst);
+        else
+            for (int64_t i = 0; i < n; i++)
+                dst[i] = s[i * stride];
+    } else {
+        const uint16_t *s = (const uint16_t *)src;
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = dt == BP_DTYPE_F16 ? bp_f16_to_f32(s[i * stride]) : bp_bf16_to_f32(s[i * stride]);
+    }
+}
+
+/* The reverse: element i of the strided run at `dst` becomes src[i], rounded. */
+static inline void bp_store_f32(char *dst, bp_dtype dt, int64_t stride, const float *src,
+                                int64_t n) {
+    if (dt == BP_DTYPE_F32) {
+        float *d = (float *)dst;
+        for (int64_t i = 0; i < n; i++)
+            d[i * stride] = src[i];
+    } else {
+        uint16_t *d = (uint16_t *)dst;
+        for (int64_t i = 0; i < n; i++)
+            d[i * stride] = dt == BP_DTYPE_F16 ? bp_f32_to_f16(src[i]) : bp_f32_to_bf16(src[i]);
+    }
+}
+
 #endif

@@ -157,6 +157,35 @@ static void test_mixing_devices_is_an_error(void **state) {
     BP_ASSERT_OK(bp_memory_free(d->t0, t));
 }
 
+/* testdev registers a fill kernel for f32 from its init (host->register_kernel): ops on
+ * testdev tensors reach it, and other dtypes get the missing-kernel error. */
+static void test_plugin_registered_kernel(void **state) {
+    devices *d = *state;
+    bp_op_id fill = -1;
+    BP_ASSERT_OK(bp_op_find("fill", &fill));
+    assert_int_equal(bp_kernel_dtypes(fill, d->t0), BP_DTYPE_BIT(BP_DTYPE_F32));
+
+    int64_t shape[2] = {3, 5};
+    bp_tensor *t = NULL, *column = NULL;
+    BP_ASSERT_OK(bp_tensor_empty(d->t0, BP_DTYPE_F32, 2, shape, &t));
+    BP_ASSERT_OK(bp_fill(t, 2.5));
+    BP_ASSERT_OK(bp_tensor_narrow(t, 1, 3, 1, &column)); /* a strided view: column 3 */
+    BP_ASSERT_OK(bp_fill(column, -7.0));
+    float got[15];
+    BP_ASSERT_OK(bp_tensor_to_host(t, got, sizeof got));
+    for (int i = 0; i < 15; i++)
+        assert_true(got[i] == (i % 5 == 3 ? -7.0f : 2.5f));
+
+    bp_tensor *ints = NULL;
+    BP_ASSERT_OK(bp_tensor_empty(d->t0, BP_DTYPE_I32, 2, shape, &ints));
+    BP_ASSERT_ERR(bp_fill(ints, 1), BP_ERR_UNSUPPORTED,
+                  "no kernel for op 'fill' on testdev:0 (device type 'testdev') with dtype i32; "
+                  "dtypes with a kernel there: f32");
+    bp_tensor_release(ints);
+    bp_tensor_release(column);
+    bp_tensor_release(t);
+}
+
 /* Each device has its own allocator and statistics. */
 static void test_allocators_are_per_device(void **state) {
     devices *d = *state;
@@ -183,6 +212,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_mixing_devices_is_an_error, devices_setup,
                                         devices_teardown),
         cmocka_unit_test_setup_teardown(test_allocators_are_per_device, devices_setup,
+                                        devices_teardown),
+        cmocka_unit_test_setup_teardown(test_plugin_registered_kernel, devices_setup,
                                         devices_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

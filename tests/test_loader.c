@@ -496,6 +496,28 @@ static void child_explicit_load(void *arg) {
     check_counts_consistent();
 }
 
+/* The kernels a plugin registered in an init that then failed are gone with it, and
+ * its name can no longer take registrations. */
+static bp_status never_called_kernel(const bp_kernel_call *call) {
+    (void)call;
+    return BP_ERR_INTERNAL;
+}
+
+static void child_unloaded_plugin_registration(void *arg) {
+    bp_plugin_info info;
+    CHILD_CHECK(find_by_path("libbp_badinit.so", &info) > 0);
+    CHILD_CHECK(info.state == BP_PLUGIN_SKIPPED);
+    CHILD_CHECK(bp_kernel_register("badinit", "fill", BP_DTYPE_F32, never_called_kernel, NULL,
+                                   1) == BP_ERR_NOT_FOUND);
+    CHILD_CHECK(bp_test_contains(bp_last_error(), "backend 'badinit' was unloaded"));
+    check_device_works("cpu");
+}
+
+static void test_registration_after_unload(void **state) {
+    const char *env[] = {"BP_PLUGIN_PATH=" PLUGIN_DIR("bad_init"), NULL};
+    run_in_child(child_unloaded_plugin_registration, NULL, env);
+}
+
 /* A plugin built against the ABI 1.0 header (older minor, smaller stream vtable) still
  * loads and works under this 1.1 host. */
 static void child_abi_1_0(void *arg) {
@@ -639,6 +661,7 @@ int main(void) {
         cmocka_unit_test(test_select_missing_plugin),
         cmocka_unit_test(test_missing_directory_listed),
         cmocka_unit_test(test_older_minor_abi_loads),
+        cmocka_unit_test(test_registration_after_unload),
         cmocka_unit_test(test_explicit_load),
         cmocka_unit_test(test_explicit_load_wrong_abi),
         cmocka_unit_test(test_concurrent_first_use_and_load),

@@ -21,34 +21,12 @@
 #define BACKPLANE_OPS_H
 
 #include <backplane/dispatcher.h>
+#include <backplane/op_attrs.h>
 #include <backplane/tensor.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- attribute structs (what kernels receive in bp_kernel_call.attrs) ---- */
-
-typedef struct bp_fill_attrs { double value; } bp_fill_attrs;
-typedef struct bp_scale_attrs { double alpha; } bp_scale_attrs;
-typedef struct bp_gelu_attrs { int32_t approximate_tanh; } bp_gelu_attrs;
-typedef struct bp_reduce_attrs { int32_t dim; int32_t keepdim; } bp_reduce_attrs;
-typedef struct bp_softmax_attrs { float scale; int32_t causal; } bp_softmax_attrs;
-typedef struct bp_norm_attrs { float eps; } bp_norm_attrs;
-typedef struct bp_rope_attrs {
-    float theta;             /**< base, 10000 in Llama */
-    int32_t position_offset; /**< position of the first row (dim -2) */
-    int32_t interleaved;     /**< 0: rotate halves (Llama/HF); 1: rotate pairs (GPT-J) */
-} bp_rope_attrs;
-typedef struct bp_matmul_attrs { int32_t trans_a; int32_t trans_b; } bp_matmul_attrs;
-typedef struct bp_cat_attrs { int32_t dim; } bp_cat_attrs;
-typedef struct bp_sdpa_attrs {
-    float scale;      /**< 0: 1/sqrt(head dim) */
-    int32_t causal;   /**< query i sees keys j <= i (top-left aligned, as PyTorch SDPA) */
-    int32_t window;   /**< > 0: query i sees keys j with i - window < j (sliding window) */
-    float softcap;    /**< > 0: scores become softcap * tanh(scores / softcap) */
-    int32_t has_alibi;/**< inputs[3] holds per-head ALiBi slopes (f32 [H]) */
-} bp_sdpa_attrs;
 
 /* ---- creation and copies ---- */
 
@@ -129,7 +107,9 @@ BP_API bp_status bp_cat_out(bp_tensor *const *tensors, int n, int dim, bp_tensor
  *  score matrix. q [B, H, Sq, D], k and v [B, Hkv, Sk, D] with H % Hkv == 0 (grouped
  *  query attention), out [B, H, Sq, D]. alibi_slopes: f32 [H] or NULL (adds
  *  -slope * (i - j) to score (i, j)). Attributes as bp_sdpa_attrs (has_alibi is set
- *  from alibi_slopes). */
+ *  from alibi_slopes); NULL attrs means all defaults. Each score is built in this order:
+ *  q.k * scale, then soft-capping, then the ALiBi bias, then the causal and window
+ *  masks; a query row that sees no key gives zeros. */
 BP_API bp_status bp_sdpa(bp_tensor *q, bp_tensor *k, bp_tensor *v, bp_tensor *alibi_slopes,
                          const bp_sdpa_attrs *attrs, bp_tensor **out);
 BP_API bp_status bp_sdpa_out(bp_tensor *q, bp_tensor *k, bp_tensor *v, bp_tensor *alibi_slopes,

@@ -27,6 +27,7 @@
 #include <backplane/device.h>
 #include <backplane/dtype.h>
 #include <backplane/export.h>
+#include <backplane/op_attrs.h>
 #include <backplane/status.h>
 
 #ifdef __cplusplus

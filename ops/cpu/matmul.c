@@ -62,47 +62,11 @@ typedef struct mm_job {
 
 /* ---- conversions between the operands and f32 ---- */
 
-/* dst[i] = element i of a strided run of n elements of dtype dt starting at src. */
-static void load_f32(float *dst, const char *src, bp_dtype dt, int64_t n, int64_t stride) {
-    if (dt == BP_DTYPE_F32) {
-        const float *s = (const float *)src;
-        if (stride == 1)
-            memcpy(dst, s, (size_t)n * sizeof *dst);
-        else
-            for (int64_t i = 0; i < n; i++)
-                dst[i] = s[i * stride];
-    } else if (dt == BP_DTYPE_F16) {
-        const uint16_t *s = (const uint16_t *)src;
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = bp_f16_to_f32(s[i * stride]);
-    } else {
-        const uint16_t *s = (const uint16_t *)src;
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = bp_bf16_to_f32(s[i * stride]);
-    }
-}
-
-static void store_f32(char *dst, bp_dtype dt, int64_t stride, const float *src, int64_t n) {
-    if (dt == BP_DTYPE_F32) {
-        float *d = (float *)dst;
-        for (int64_t i = 0; i < n; i++)
-            d[i * stride] = src[i];
-    } else if (dt == BP_DTYPE_F16) {
-        uint16_t *d = (uint16_t *)dst;
-        for (int64_t i = 0; i < n; i++)
-            d[i * stride] = bp_f32_to_f16(src[i]);
-    } else {
-        uint16_t *d = (uint16_t *)dst;
-        for (int64_t i = 0; i < n; i++)
-            d[i * stride] = bp_f32_to_bf16(src[i]);
-    }
-}
-
 /* Copies rows x cols of a strided matrix into a row-major f32 buffer (row stride ld). */
 static void pack_rows(float *dst, int64_t ld, const char *src, bp_dtype dt, size_t esize,
                       int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
     for (int64_t r = 0; r < rows; r++)
-        load_f32(dst + r * ld, src + (size_t)(r * rs) * esize, dt, cols, cs);
+        bp_load_f32(dst + r * ld, src + (size_t)(r * rs) * esize, dt, cols, cs);
 }
 
 /* Byte offsets of batch item t in a, b and c. */
@@ -196,7 +160,7 @@ static void blocked_tile(const mm_job *j, int64_t t, int64_t mt, int64_t nt) {
     }
     char *c = j->c + oc + (size_t)(i0 * j->scm + j0 * j->scn) * j->esize;
     for (int64_t r = 0; r < mc; r++)
-        store_f32(c + (size_t)(r * j->scm) * j->esize, j->dt, j->scn, cp + r * NC, nc);
+        bp_store_f32(c + (size_t)(r * j->scm) * j->esize, j->dt, j->scn, cp + r * NC, nc);
 }
 
 static void blocked_range(void *ctx, int64_t begin, int64_t end) {
@@ -293,7 +257,7 @@ static void blas_item(const mm_job *j, int64_t t, float *scratch) {
     }
     if (!c_direct)
         for (int64_t r = 0; r < j->m; r++)
-            store_f32(c + (size_t)(r * j->scm) * j->esize, j->dt, j->scn, cp + r * n, j->n);
+            bp_store_f32(c + (size_t)(r * j->scm) * j->esize, j->dt, j->scn, cp + r * n, j->n);
 }
 
 /* The fallback when scratch cannot be had. */
@@ -332,7 +296,7 @@ static void zero_out(const mm_job *j) {
         item_offsets(j, t, &oa, &ob, &oc);
         for (int64_t r = 0; r < j->m; r++)
             for (int64_t q = 0; q < j->n; q += NC)
-                store_f32(j->c + oc + (size_t)(r * j->scm + q * j->scn) * j->esize, j->dt,
+                bp_store_f32(j->c + oc + (size_t)(r * j->scm + q * j->scn) * j->esize, j->dt,
                           j->scn, zeros, j->n - q < NC ? j->n - q : NC);
     }
 }

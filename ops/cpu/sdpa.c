@@ -78,35 +78,7 @@ static size_t scratch_floats(const sdpa_job *j) {
     return (size_t)(j->d * BQ + BK * j->d + BK * j->dp + BQ * j->dp + BK * BQ + 3 * BQ + j->d);
 }
 
-static void load_f32(float *dst, const char *src, bp_dtype dt, int64_t n, int64_t stride) {
-    if (dt == BP_DTYPE_F32) {
-        const float *s = (const float *)src;
-        if (stride == 1)
-            memcpy(dst, s, (size_t)n * sizeof *dst);
-        else
-            for (int64_t i = 0; i < n; i++)
-                dst[i] = s[i * stride];
-    } else if (dt == BP_DTYPE_F16) {
-        const uint16_t *s = (const uint16_t *)src;
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = bp_f16_to_f32(s[i * stride]);
-    } else {
-        const uint16_t *s = (const uint16_t *)src;
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = bp_bf16_to_f32(s[i * stride]);
-    }
-}
 
-static void store_f32(char *dst, bp_dtype dt, int64_t stride, const float *src, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        if (dt == BP_DTYPE_F32)
-            ((float *)dst)[i * stride] = src[i];
-        else if (dt == BP_DTYPE_F16)
-            ((uint16_t *)dst)[i * stride] = bp_f32_to_f16(src[i]);
-        else
-            ((uint16_t *)dst)[i * stride] = bp_f32_to_bf16(src[i]);
-    }
-}
 
 /* c[MR][NR] (row stride ldc) = (accumulate ? c : 0) + a[MR][kd] @ b[kd][NR], where
  * a's element (r, p) is a[r * ars + p * aks] and b's row p starts at b + p * ldb. */
@@ -226,7 +198,7 @@ static void sdpa_task(const sdpa_job *j, scratch *w, int64_t task) {
     /* Query columns past bq are zero; their lanes are computed and never stored. */
     for (int64_t r = 0; r < bq_nr; r++) {
         if (r < bq)
-            load_f32(w->row, q + (size_t)((i0 + r) * j->qs[2]) * j->esize, j->dt, d, j->qs[3]);
+            bp_load_f32(w->row, q + (size_t)((i0 + r) * j->qs[2]) * j->esize, j->dt, d, j->qs[3]);
         for (int64_t x = 0; x < d; x++)
             w->qt[x * BQ + r] = r < bq ? w->row[x] * j->scale : 0.0f;
     }
@@ -242,9 +214,9 @@ static void sdpa_task(const sdpa_job *j, scratch *w, int64_t task) {
     for (int64_t j0 = lo; j0 < hi; j0 += BK) {
         int64_t bk = hi - j0 < BK ? hi - j0 : BK, bk_mr = (bk + MR - 1) / MR * MR;
         for (int64_t c = 0; c < bk; c++) {
-            load_f32(w->k + c * d, k + (size_t)((j0 + c) * j->ks[2]) * j->esize, j->dt, d,
+            bp_load_f32(w->k + c * d, k + (size_t)((j0 + c) * j->ks[2]) * j->esize, j->dt, d,
                      j->ks[3]);
-            load_f32(w->v + c * dp, v + (size_t)((j0 + c) * j->vs[2]) * j->esize, j->dt, d,
+            bp_load_f32(w->v + c * dp, v + (size_t)((j0 + c) * j->vs[2]) * j->esize, j->dt, d,
                      j->vs[3]);
         }
         /* Key rows bk .. bk_mr hold stale finite values: their scores are never read. */
@@ -269,7 +241,7 @@ static void sdpa_task(const sdpa_job *j, scratch *w, int64_t task) {
         float inv = w->l[r] > 0 ? 1.0f / w->l[r] : 0.0f;
         for (int64_t x = 0; x < d; x++)
             orow[x] *= inv;
-        store_f32(o + (size_t)((i0 + r) * j->os[2]) * j->esize, j->dt, j->os[3], orow, d);
+        bp_store_f32(o + (size_t)((i0 + r) * j->os[2]) * j->esize, j->dt, j->os[3], orow, d);
     }
 }
 
@@ -290,7 +262,7 @@ static void sdpa_range(void *ctx, int64_t begin, int64_t end) {
             char *o = j->o + (size_t)(b * j->os[0] + h * j->os[1]) * j->esize;
             for (int64_t r = qb * BQ; r < j->sq && r < (qb + 1) * BQ; r++)
                 for (int64_t c = 0; c < j->d; c += NR)
-                    store_f32(o + (size_t)(r * j->os[2] + c * j->os[3]) * j->esize, j->dt,
+                    bp_store_f32(o + (size_t)(r * j->os[2] + c * j->os[3]) * j->esize, j->dt,
                               j->os[3], nan_row, j->d - c < NR ? j->d - c : NR);
         }
         return;

@@ -31,8 +31,17 @@
 static int backend_state; /* init hands out its address: any non-NULL state will do */
 #endif
 
+#ifdef BROKEN_BAD_INIT
+static bp_status stub_kernel(const bp_kernel_call *call) {
+    (void)call;
+    return BP_OK;
+}
+#endif
+
 static bp_status stub_init(const bp_host_services *host, void **out_backend) {
 #ifdef BROKEN_BAD_INIT
+    /* A kernel registered before the failure must not outlive the plugin. */
+    host->register_kernel(PLUGIN_NAME, "fill", BP_DTYPE_F32, stub_kernel, NULL, 0);
     return host->set_error(BP_ERR_DEVICE_LOST,
                            "badinit: simulated driver failure (the runtime did not respond)");
 #else

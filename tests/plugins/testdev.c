@@ -52,6 +52,31 @@ typedef struct testdev_event {
 
 /* ---- backend ---- */
 
+/* ---- a kernel ----
+ *
+ * fill for f32, the way a backend registers its kernels: a function taking the call
+ * record. testdev's device memory is host memory and its streams are synchronous, so
+ * the kernel writes the elements right away; a real backend would enqueue a launch on
+ * call->stream. It walks any strides, since an op may hand it a view. (An ABI 1.0
+ * build has no register_kernel, so it has no kernel.) */
+#ifndef TESTDEV_ABI_1_0
+static void fill_f32(char *data, const bp_tensor_desc *t, int dim, float value) {
+    if (dim == t->ndim) {
+        *(float *)data = value;
+        return;
+    }
+    for (int64_t i = 0; i < t->shape[dim]; i++)
+        fill_f32(data + i * t->strides[dim] * (int64_t)sizeof(float), t, dim + 1, value);
+}
+
+static bp_status testdev_fill_f32(const bp_kernel_call *call) {
+    const bp_tensor_desc *out = call->outputs[0];
+    if (out->data)
+        fill_f32(out->data, out, 0, (float)((const bp_fill_attrs *)call->attrs)->value);
+    return BP_OK;
+}
+#endif
+
 static bp_status testdev_init(const bp_host_services *host, void **out_backend) {
     testdev_backend *b = calloc(1, sizeof *b);
     if (!b)
@@ -62,6 +87,17 @@ static bp_status testdev_init(const bp_host_services *host, void **out_backend) 
         b->devices[i].index = i;
         atomic_init(&b->devices[i].used, 0);
     }
+#ifndef TESTDEV_ABI_1_0
+    /* register_kernel arrived in ABI 1.1: check that this host's table has it. */
+    if (host->struct_size >= offsetof(bp_host_services, register_kernel) + sizeof(void *)) {
+        bp_status st = host->register_kernel("testdev", "fill", BP_DTYPE_F32, testdev_fill_f32,
+                                             NULL, 0);
+        if (st != BP_OK) {
+            free(b);
+            return st;
+        }
+    }
+#endif
     *out_backend = b;
     return BP_OK;
 }
