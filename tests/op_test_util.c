@@ -162,3 +162,51 @@ void bp_test_assert_close(const char *what, const double *got, const double *wan
                      err, tol.atol, tol.rtol);
     }
 }
+
+int64_t bp_test_numel(bp_test_shape s) {
+    int64_t n = 1;
+    for (int i = 0; i < s.ndim; i++)
+        n *= s.d[i];
+    return n;
+}
+
+double *bp_test_alloc_values(int64_t n) {
+    return malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+}
+
+bp_test_shape bp_test_shape_of(const bp_tensor *t) {
+    bp_test_shape s = {.ndim = bp_tensor_ndim(t)};
+    for (int i = 0; i < s.ndim; i++)
+        s.d[i] = bp_tensor_size(t, i);
+    return s;
+}
+
+void bp_test_assert_shape(const bp_tensor *t, bp_test_shape s) {
+    assert_int_equal(bp_tensor_ndim(t), s.ndim);
+    for (int i = 0; i < s.ndim; i++)
+        assert_int_equal(bp_tensor_size(t, i), s.d[i]);
+}
+
+void bp_test_check_tensor(const char *what, const bp_tensor *t, const double *want, int64_t n,
+                          double terms) {
+    assert_int_equal(bp_tensor_numel(t), n);
+    double *got = bp_test_tensor_values(t);
+    bp_test_assert_close(what, got, want, n, bp_tensor_dtype(t), terms);
+    free(got);
+}
+
+double *bp_test_view_values(const bp_tensor *view, const bp_tensor *base, const double *base_vals) {
+    int nd = bp_tensor_ndim(view);
+    int64_t n = bp_tensor_numel(view);
+    double *v = bp_test_alloc_values(n);
+    int64_t idx[BP_MAX_DIMS] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        int64_t off = bp_tensor_storage_offset(view) - bp_tensor_storage_offset(base);
+        for (int d = 0; d < nd; d++)
+            off += idx[d] * bp_tensor_stride(view, d);
+        v[i] = base_vals[off];
+        for (int d = nd - 1; d >= 0 && ++idx[d] == bp_tensor_size(view, d); d--)
+            idx[d] = 0;
+    }
+    return v;
+}

@@ -29,4 +29,31 @@ double bp_test_round(double v, bp_dtype dtype);
 void bp_test_assert_close(const char *what, const double *got, const double *want, int64_t n,
                           bp_dtype dtype, double terms);
 
+/* A logical shape: ndim sizes in d[0..ndim). */
+typedef struct bp_test_shape {
+    int ndim;
+    int64_t d[BP_MAX_DIMS];
+} bp_test_shape;
+
+/* The number of elements of s (1 for ndim 0). */
+int64_t bp_test_numel(bp_test_shape s);
+
+/* A malloc'ed, uninitialized array of n doubles (never NULL-sized: n <= 0 gives 1). */
+double *bp_test_alloc_values(int64_t n);
+
+/* The shape of t. */
+bp_test_shape bp_test_shape_of(const bp_tensor *t);
+
+/* Fails unless t has exactly the shape s (ndim, then every size). */
+void bp_test_assert_shape(const bp_tensor *t, bp_test_shape s);
+
+/* Fails unless t has n elements whose values (downloaded with bp_test_tensor_values)
+ * are within bp_test_assert_close's tolerance of want, at t's dtype and `terms`. */
+void bp_test_check_tensor(const char *what, const bp_tensor *t, const double *want, int64_t n,
+                          double terms);
+
+/* Row-major values of `view` (a view of the contiguous `base` holding base_vals),
+ * gathered through the view's strides and offset (malloc'ed). */
+double *bp_test_view_values(const bp_tensor *view, const bp_tensor *base, const double *base_vals);
+
 #endif

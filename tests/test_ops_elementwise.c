@@ -15,20 +15,8 @@
 #include "test_util.h"
 #include "op_test_util.h"
 
-typedef struct shape {
-    int ndim;
-    int64_t d[BP_MAX_DIMS];
-} shape;
-
-static int64_t numel(shape s) {
-    int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++)
-        n *= s.d[i];
-    return n;
-}
-
-static shape broadcast(const shape *const *in, int n) {
-    shape out = {0};
+static bp_test_shape broadcast(const bp_test_shape *const *in, int n) {
+    bp_test_shape out = {0};
     for (int k = 0; k < n; k++)
         if (in[k]->ndim > out.ndim)
             out.ndim = in[k]->ndim;
@@ -44,7 +32,7 @@ static shape broadcast(const shape *const *in, int n) {
 }
 
 /* Row-major index into an input of shape `in` of element `lin` of the broadcast `out`. */
-static int64_t bcast_index(shape out, shape in, int64_t lin) {
+static int64_t bcast_index(bp_test_shape out, bp_test_shape in, int64_t lin) {
     int64_t idx = 0, mul = 1;
     for (int d = out.ndim - 1; d >= 0; d--) {
         int64_t i = lin % out.d[d];
@@ -57,38 +45,6 @@ static int64_t bcast_index(shape out, shape in, int64_t lin) {
         }
     }
     return idx;
-}
-
-static void assert_shape(const bp_tensor *t, shape s) {
-    assert_int_equal(bp_tensor_ndim(t), s.ndim);
-    for (int i = 0; i < s.ndim; i++)
-        assert_int_equal(bp_tensor_size(t, i), s.d[i]);
-}
-
-/* Compares a tensor's values with `want` (n values) at the dtype's tolerance. */
-static void check(const char *what, const bp_tensor *t, const double *want, int64_t n) {
-    assert_int_equal(bp_tensor_numel(t), n);
-    double *got = bp_test_tensor_values(t);
-    bp_test_assert_close(what, got, want, n, bp_tensor_dtype(t), 1);
-    free(got);
-}
-
-/* Row-major values of `view` (a view of the contiguous `base` holding base_vals),
- * gathered through the view's strides and offset. */
-static double *view_values(const bp_tensor *view, const bp_tensor *base, const double *base_vals) {
-    int nd = bp_tensor_ndim(view);
-    int64_t n = bp_tensor_numel(view);
-    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-    int64_t idx[BP_MAX_DIMS] = {0};
-    for (int64_t i = 0; i < n; i++) {
-        int64_t off = bp_tensor_storage_offset(view) - bp_tensor_storage_offset(base);
-        for (int d = 0; d < nd; d++)
-            off += idx[d] * bp_tensor_stride(view, d);
-        v[i] = base_vals[off];
-        for (int d = nd - 1; d >= 0 && ++idx[d] == bp_tensor_size(view, d); d--)
-            idx[d] = 0;
-    }
-    return v;
 }
 
 static bool is_int(bp_dtype dt) { return dt == BP_DTYPE_I32 || dt == BP_DTYPE_I64; }
@@ -123,9 +79,9 @@ static const bp_dtype arith_dtypes[] = {BP_DTYPE_F32, BP_DTYPE_F16, BP_DTYPE_BF1
                                         BP_DTYPE_I64};
 
 /* The reference of a binary op over broadcast shapes, rounded for integer dtypes. */
-static double *binary_ref(const binop *op, bp_dtype dt, shape sa, const double *va, shape sb,
-                          const double *vb, shape so) {
-    int64_t n = numel(so);
+static double *binary_ref(const binop *op, bp_dtype dt, bp_test_shape sa, const double *va,
+                          bp_test_shape sb, const double *vb, bp_test_shape so) {
+    int64_t n = bp_test_numel(so);
     double *want = malloc((size_t)(n > 0 ? n : 1) * sizeof *want);
     for (int64_t i = 0; i < n; i++) {
         want[i] = apply(op->sym, va[bcast_index(so, sa, i)], vb[bcast_index(so, sb, i)]);
@@ -135,8 +91,9 @@ static double *binary_ref(const binop *op, bp_dtype dt, shape sa, const double *
     return want;
 }
 
-static void random_operands(bp_dtype dt, const binop *op, uint64_t seed, shape sa, shape sb,
-                            bp_tensor **a, double **va, bp_tensor **b, double **vb) {
+static void random_operands(bp_dtype dt, const binop *op, uint64_t seed, bp_test_shape sa,
+                            bp_test_shape sb, bp_tensor **a, double **va, bp_tensor **b,
+                            double **vb) {
     bp_device *dev = bp_test_cpu();
     double lo = is_int(dt) ? -1000 : -3, hi = is_int(dt) ? 1000 : 3;
     *a = bp_test_random_tensor(dev, dt, sa.ndim, sa.d, seed, lo, hi, va);
@@ -145,7 +102,7 @@ static void random_operands(bp_dtype dt, const binop *op, uint64_t seed, shape s
                         : bp_test_random_tensor(dev, dt, sb.ndim, sb.d, seed + 1, lo, hi, vb);
 }
 
-static const shape binary_cases[][2] = {
+static const bp_test_shape binary_cases[][2] = {
     {{3, {3, 5, 7}}, {3, {3, 5, 7}}},
     {{2, {1, 1}}, {2, {1, 1}}},
     {{2, {0, 4}}, {2, {0, 4}}},
@@ -171,20 +128,20 @@ static void test_binary_ops(void **state) {
             if (is_int(dt) && !op->ints)
                 continue;
             for (size_t c = 0; c < sizeof binary_cases / sizeof *binary_cases; c++) {
-                shape sa = binary_cases[c][0], sb = binary_cases[c][1];
-                shape so = broadcast((const shape *[]){&sa, &sb}, 2);
+                bp_test_shape sa = binary_cases[c][0], sb = binary_cases[c][1];
+                bp_test_shape so = broadcast((const bp_test_shape *[]){&sa, &sb}, 2);
                 bp_tensor *a, *b, *out = NULL;
                 double *va, *vb;
                 random_operands(dt, op, seed++, sa, sb, &a, &va, &b, &vb);
                 double *want = binary_ref(op, dt, sa, va, sb, vb, so);
                 BP_ASSERT_OK(op->fn(a, b, &out));
-                assert_shape(out, so);
-                check(op->name, out, want, numel(so));
+                bp_test_assert_shape(out, so);
+                bp_test_check_tensor(op->name, out, want, bp_test_numel(so), 1);
                 /* the _out form into a tensor full of stale values */
                 bp_tensor *out2 = bp_test_random_tensor(bp_test_cpu(), dt, so.ndim, so.d, seed++,
                                                         1, 2, NULL);
                 BP_ASSERT_OK(op->fn_out(a, b, out2));
-                check(op->name, out2, want, numel(so));
+                bp_test_check_tensor(op->name, out2, want, bp_test_numel(so), 1);
                 bp_tensor_release(out2);
                 bp_tensor_release(out);
                 bp_tensor_release(a);
@@ -209,7 +166,7 @@ static void test_binary_strided(void **state) {
                 continue;
             for (int big = 0; big < 2; big++) {
                 int64_t r = big ? 190 : 5, c = big ? 211 : 7;
-                shape sbase_a = {2, {c, r}}, sbase_b = {2, {r, c + 3}};
+                bp_test_shape sbase_a = {2, {c, r}}, sbase_b = {2, {r, c + 3}};
                 bp_tensor *base_a, *base_b;
                 double *vbase_a, *vbase_b;
                 random_operands(dt, op, 7 + big, sbase_a, sbase_b, &base_a, &vbase_a, &base_b,
@@ -219,19 +176,20 @@ static void test_binary_strided(void **state) {
                 BP_ASSERT_OK(bp_tensor_narrow(base_b, 1, 2, c, &b));
                 assert_false(bp_tensor_is_contiguous(a));
                 assert_false(bp_tensor_is_contiguous(b));
-                double *va = view_values(a, base_a, vbase_a), *vb = view_values(b, base_b, vbase_b);
-                shape so = {2, {r, c}};
+                double *va = bp_test_view_values(a, base_a, vbase_a);
+                double *vb = bp_test_view_values(b, base_b, vbase_b);
+                bp_test_shape so = {2, {r, c}};
                 double *want = binary_ref(op, dt, so, va, so, vb, so);
 
                 bp_tensor *out = NULL;
                 BP_ASSERT_OK(op->fn(a, b, &out));
-                check(op->name, out, want, r * c);
+                bp_test_check_tensor(op->name, out, want, r * c, 1);
 
                 bp_tensor *out_base, *out_t; /* a transposed output */
                 BP_ASSERT_OK(bp_tensor_empty(dev, dt, 2, (int64_t[]){c, r}, &out_base));
                 BP_ASSERT_OK(bp_tensor_transpose(out_base, 0, 1, &out_t));
                 BP_ASSERT_OK(op->fn_out(a, b, out_t));
-                check(op->name, out_t, want, r * c);
+                bp_test_check_tensor(op->name, out_t, want, r * c, 1);
 
                 bp_tensor_release(out_t);
                 bp_tensor_release(out_base);
@@ -260,20 +218,20 @@ static void test_binary_in_place(void **state) {
             if (is_int(dt) && !op->ints)
                 continue;
             for (int into_b = 0; into_b < 2; into_b++) {
-                shape sa = {2, {33, 65}}, sb = {1, {65}};
+                bp_test_shape sa = {2, {33, 65}}, sb = {1, {65}};
                 if (into_b) {
-                    sa = (shape){1, {65}};
-                    sb = (shape){2, {33, 65}};
+                    sa = (bp_test_shape){1, {65}};
+                    sb = (bp_test_shape){2, {33, 65}};
                 }
                 bp_tensor *a, *b;
                 double *va, *vb;
                 random_operands(dt, op, 40 + o * 10 + t * 2 + (uint64_t)into_b, sa, sb, &a, &va,
                                 &b, &vb);
-                shape so = {2, {33, 65}};
+                bp_test_shape so = {2, {33, 65}};
                 double *want = binary_ref(op, dt, sa, va, sb, vb, so);
                 bp_tensor *target = into_b ? b : a;
                 BP_ASSERT_OK(op->fn_out(a, b, target));
-                check(op->name, target, want, numel(so));
+                bp_test_check_tensor(op->name, target, want, bp_test_numel(so), 1);
                 bp_tensor_release(a);
                 bp_tensor_release(b);
                 free(va);
@@ -366,7 +324,7 @@ static bp_status run_unary_out(const unop *op, bp_tensor *a, bp_tensor *out) {
     }
 }
 
-static const shape unary_cases[] = {
+static const bp_test_shape unary_cases[] = {
     {3, {3, 5, 7}}, {2, {1, 1}}, {2, {0, 4}}, {2, {33, 65}}, {1, {257}}, {0, {0}},
     {2, {180, 200}}, /* the worker pool */
 };
@@ -380,8 +338,8 @@ static void test_unary_ops(void **state) {
         for (int t = 0; t < 3; t++) {
             bp_dtype dt = bp_test_float_dtypes[t];
             for (size_t c = 0; c < sizeof unary_cases / sizeof *unary_cases; c++) {
-                shape s = unary_cases[c];
-                int64_t n = numel(s);
+                bp_test_shape s = unary_cases[c];
+                int64_t n = bp_test_numel(s);
                 double *va;
                 bp_tensor *a = bp_test_random_tensor(dev, dt, s.ndim, s.d, seed++, -4, 4, &va);
                 double *want = malloc((size_t)(n > 0 ? n : 1) * sizeof *want);
@@ -389,10 +347,10 @@ static void test_unary_ops(void **state) {
                     want[i] = op->ref(va[i], op->param);
                 bp_tensor *out = NULL;
                 BP_ASSERT_OK(run_unary(op, a, &out));
-                assert_shape(out, s);
-                check(op->name, out, want, n);
+                bp_test_assert_shape(out, s);
+                bp_test_check_tensor(op->name, out, want, n, 1);
                 BP_ASSERT_OK(run_unary_out(op, a, a)); /* in place */
-                check(op->name, a, want, n);
+                bp_test_check_tensor(op->name, a, want, n, 1);
                 bp_tensor_release(out);
                 bp_tensor_release(a);
                 free(va);
@@ -404,12 +362,12 @@ static void test_unary_ops(void **state) {
                                                     &vbase);
             bp_tensor *a, *out = NULL;
             BP_ASSERT_OK(bp_tensor_transpose(base, 0, 1, &a));
-            double *va = view_values(a, base, vbase);
+            double *va = bp_test_view_values(a, base, vbase);
             double want[36];
             for (int i = 0; i < 36; i++)
                 want[i] = op->ref(va[i], op->param);
             BP_ASSERT_OK(run_unary(op, a, &out));
-            check(op->name, out, want, 36);
+            bp_test_check_tensor(op->name, out, want, 36, 1);
             bp_tensor_release(out);
             bp_tensor_release(a);
             bp_tensor_release(base);
@@ -430,24 +388,24 @@ static void test_unary_extremes(void **state) {
     BP_ASSERT_OK(bp_silu(a, &out));
     for (int i = 0; i < 6; i++)
         want[i] = x[i] / (1 + exp(-(double)x[i]));
-    check("silu", out, want, 6);
+    bp_test_check_tensor("silu", out, want, 6, 1);
     bp_tensor_release(out);
     BP_ASSERT_OK(bp_gelu(a, 0, &out));
     for (int i = 0; i < 6; i++)
         want[i] = 0.5 * x[i] * erfc(-x[i] / sqrt(2));
-    check("gelu", out, want, 6);
+    bp_test_check_tensor("gelu", out, want, 6, 1);
     bp_tensor_release(out);
     BP_ASSERT_OK(bp_tanh(a, &out));
     for (int i = 0; i < 6; i++)
         want[i] = tanh(x[i]);
-    check("tanh", out, want, 6);
+    bp_test_check_tensor("tanh", out, want, 6, 1);
     bp_tensor_release(out);
     bp_tensor_release(a);
 }
 
 /* ---- where ---- */
 
-static const shape where_cases[][3] = {
+static const bp_test_shape where_cases[][3] = {
     {{3, {3, 5, 7}}, {3, {3, 5, 7}}, {3, {3, 5, 7}}},
     {{3, {3, 1, 5}}, {2, {4, 1}}, {1, {5}}},
     {{2, {1, 1}}, {0, {0}}, {2, {1, 1}}},
@@ -464,15 +422,15 @@ static void test_where(void **state) {
     for (int t = 0; t < BP_DTYPE_COUNT; t++) {
         bp_dtype dt = bp_test_all_dtypes[t];
         for (size_t c = 0; c < sizeof where_cases / sizeof *where_cases; c++) {
-            shape sc = where_cases[c][0], sa = where_cases[c][1], sb = where_cases[c][2];
-            shape so = broadcast((const shape *[]){&sc, &sa, &sb}, 3);
+            bp_test_shape sc = where_cases[c][0], sa = where_cases[c][1], sb = where_cases[c][2];
+            bp_test_shape so = broadcast((const bp_test_shape *[]){&sc, &sa, &sb}, 3);
             double *vc, *va, *vb;
             double lo = dt == BP_DTYPE_U8 ? 1 : -100, hi = 100;
             bp_tensor *cond = bp_test_random_tensor(dev, BP_DTYPE_BOOL, sc.ndim, sc.d, seed++, 0,
                                                     1, &vc);
             bp_tensor *a = bp_test_random_tensor(dev, dt, sa.ndim, sa.d, seed++, lo, hi, &va);
             bp_tensor *b = bp_test_random_tensor(dev, dt, sb.ndim, sb.d, seed++, lo, hi, &vb);
-            int64_t n = numel(so);
+            int64_t n = bp_test_numel(so);
             double *want = malloc((size_t)(n > 0 ? n : 1) * sizeof *want);
             for (int64_t i = 0; i < n; i++)
                 want[i] = vc[bcast_index(so, sc, i)] != 0 ? va[bcast_index(so, sa, i)]
@@ -480,11 +438,11 @@ static void test_where(void **state) {
             bp_tensor *out = NULL;
             BP_ASSERT_OK(bp_where(cond, a, b, &out));
             assert_int_equal(bp_tensor_dtype(out), dt);
-            assert_shape(out, so);
-            check("where", out, want, n);
-            if (sa.ndim == so.ndim && numel(sa) == n) { /* in place into a */
+            bp_test_assert_shape(out, so);
+            bp_test_check_tensor("where", out, want, n, 1);
+            if (sa.ndim == so.ndim && bp_test_numel(sa) == n) { /* in place into a */
                 BP_ASSERT_OK(bp_where_out(cond, a, b, a));
-                check("where", a, want, n);
+                bp_test_check_tensor("where", a, want, n, 1);
             }
             bp_tensor_release(out);
             bp_tensor_release(cond);
@@ -504,11 +462,11 @@ static void test_where(void **state) {
     BP_ASSERT_OK(bp_tensor_transpose(base, 0, 1, &cond));
     bp_tensor *a = bp_test_random_tensor(dev, BP_DTYPE_F16, 2, (int64_t[]){4, 6}, 4, -1, 1, &va);
     bp_tensor *b = bp_test_random_tensor(dev, BP_DTYPE_F16, 2, (int64_t[]){4, 6}, 5, -1, 1, &vb);
-    double *vc = view_values(cond, base, vbase), want[24];
+    double *vc = bp_test_view_values(cond, base, vbase), want[24];
     for (int i = 0; i < 24; i++)
         want[i] = vc[i] != 0 ? va[i] : vb[i];
     BP_ASSERT_OK(bp_where(cond, a, b, &out));
-    check("where", out, want, 24);
+    bp_test_check_tensor("where", out, want, 24, 1);
     bp_tensor_release(out);
     bp_tensor_release(cond);
     bp_tensor_release(base);

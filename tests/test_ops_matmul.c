@@ -14,45 +14,10 @@
 #include "test_util.h"
 #include "op_test_util.h"
 
-typedef struct shape {
-    int ndim;
-    int64_t d[BP_MAX_DIMS];
-} shape;
-
-static int64_t numel(shape s) {
-    int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++)
-        n *= s.d[i];
-    return n;
-}
-
-static shape shape_of(const bp_tensor *t) {
-    shape s = {.ndim = bp_tensor_ndim(t)};
-    for (int i = 0; i < s.ndim; i++)
-        s.d[i] = bp_tensor_size(t, i);
-    return s;
-}
-
-/* Row-major values of `view`, a view of the contiguous `base` that holds base_vals. */
-static double *view_values(const bp_tensor *view, const bp_tensor *base, const double *base_vals) {
-    int nd = bp_tensor_ndim(view);
-    int64_t n = bp_tensor_numel(view);
-    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
-    int64_t idx[BP_MAX_DIMS] = {0};
-    for (int64_t i = 0; i < n; i++) {
-        int64_t off = bp_tensor_storage_offset(view) - bp_tensor_storage_offset(base);
-        for (int d = 0; d < nd; d++)
-            off += idx[d] * bp_tensor_stride(view, d);
-        v[i] = base_vals[off];
-        for (int d = nd - 1; d >= 0 && ++idx[d] == bp_tensor_size(view, d); d--)
-            idx[d] = 0;
-    }
-    return v;
-}
-
 /* Offset of the batch item `t` of `out_batch` (nb dims) in a tensor of shape s
  * (matrices of mat elements), broadcasting. */
-static int64_t batch_offset(shape s, const int64_t *out_batch, int nb, int64_t t, int64_t mat) {
+static int64_t batch_offset(bp_test_shape s, const int64_t *out_batch, int nb, int64_t t,
+                            int64_t mat) {
     int64_t off = 0, mul = mat;
     for (int d = nb - 1; d >= 0; d--) {
         int64_t i = t % out_batch[d];
@@ -68,8 +33,8 @@ static int64_t batch_offset(shape s, const int64_t *out_batch, int nb, int64_t t
 }
 
 /* float64 reference of matmul(a, b, ta, tb) with out shape `os`. */
-static double *reference(const double *av, shape as, const double *bv, shape bs, int ta, int tb,
-                         shape os) {
+static double *reference(const double *av, bp_test_shape as, const double *bv, bp_test_shape bs,
+                         int ta, int tb, bp_test_shape os) {
     int nb = os.ndim - 2;
     int64_t m = os.d[nb], n = os.d[nb + 1];
     int64_t k = as.d[as.ndim - (ta ? 2 : 1)];
@@ -78,7 +43,7 @@ static double *reference(const double *av, shape as, const double *bv, shape bs,
     int64_t items = 1;
     for (int d = 0; d < nb; d++)
         items *= os.d[d];
-    double *out = calloc((size_t)(numel(os) > 0 ? numel(os) : 1), sizeof *out);
+    double *out = calloc((size_t)(bp_test_numel(os) > 0 ? bp_test_numel(os) : 1), sizeof *out);
     for (int64_t t = 0; t < items; t++) {
         const double *a = av + batch_offset(as, os.d, nb, t, a_rows * a_cols);
         const double *b = bv + batch_offset(bs, os.d, nb, t, b_rows * b_cols);
@@ -94,8 +59,8 @@ static double *reference(const double *av, shape as, const double *bv, shape bs,
     return out;
 }
 
-static shape out_shape(shape as, shape bs, int ta, int tb) {
-    shape o = {.ndim = as.ndim > bs.ndim ? as.ndim : bs.ndim};
+static bp_test_shape out_shape(bp_test_shape as, bp_test_shape bs, int ta, int tb) {
+    bp_test_shape o = {.ndim = as.ndim > bs.ndim ? as.ndim : bs.ndim};
     for (int d = 0; d < o.ndim - 2; d++) {
         int da = d - (o.ndim - as.ndim), db = d - (o.ndim - bs.ndim);
         int64_t sa = da >= 0 ? as.d[da] : 1, sb = db >= 0 ? bs.d[db] : 1;
@@ -106,25 +71,22 @@ static shape out_shape(shape as, shape bs, int ta, int tb) {
     return o;
 }
 
-static void check(const char *what, const bp_tensor *out, shape os, const double *want, int64_t k) {
-    shape got_shape = shape_of(out);
-    assert_int_equal(got_shape.ndim, os.ndim);
-    for (int d = 0; d < os.ndim; d++)
-        assert_int_equal(got_shape.d[d], os.d[d]);
-    double *got = bp_test_tensor_values(out);
-    bp_test_assert_close(what, got, want, numel(os), bp_tensor_dtype(out), (double)k);
-    free(got);
+/* out has shape os and, at the tolerance of K = k terms, the values want. */
+static void check(const char *what, const bp_tensor *out, bp_test_shape os, const double *want,
+                  int64_t k) {
+    bp_test_assert_shape(out, os);
+    bp_test_check_tensor(what, out, want, bp_test_numel(os), (double)k);
 }
 
 /* a @ b for random a of shape as and b of shape bs, in every float dtype. */
-static void run_case(shape as, shape bs, int ta, int tb, uint64_t seed) {
+static void run_case(bp_test_shape as, bp_test_shape bs, int ta, int tb, uint64_t seed) {
     bp_device *cpu = bp_test_cpu();
     for (int i = 0; i < 3; i++) {
         bp_dtype dt = bp_test_float_dtypes[i];
         double *av, *bv;
         bp_tensor *a = bp_test_random_tensor(cpu, dt, as.ndim, as.d, seed, -1, 1, &av);
         bp_tensor *b = bp_test_random_tensor(cpu, dt, bs.ndim, bs.d, seed + 1, -1, 1, &bv);
-        shape os = out_shape(as, bs, ta, tb);
+        bp_test_shape os = out_shape(as, bs, ta, tb);
         double *want = reference(av, as, bv, bs, ta, tb, os);
         bp_tensor *out = NULL;
         BP_ASSERT_OK(bp_matmul(a, b, ta, tb, &out));
@@ -141,9 +103,9 @@ static void run_case(shape as, shape bs, int ta, int tb, uint64_t seed) {
     }
 }
 
-#define S2(x, y) ((shape){2, {x, y}})
-#define S3(x, y, z) ((shape){3, {x, y, z}})
-#define S4(w, x, y, z) ((shape){4, {w, x, y, z}})
+#define S2(x, y) ((bp_test_shape){2, {x, y}})
+#define S3(x, y, z) ((bp_test_shape){3, {x, y, z}})
+#define S4(w, x, y, z) ((bp_test_shape){4, {w, x, y, z}})
 
 static void test_shapes(void **state) {
     (void)state;
@@ -185,7 +147,7 @@ static void test_batched(void **state) {
 }
 
 /* A random contiguous base tensor and its values. */
-static bp_tensor *base_tensor(bp_dtype dt, shape s, uint64_t seed, double **vals) {
+static bp_tensor *base_tensor(bp_dtype dt, bp_test_shape s, uint64_t seed, double **vals) {
     return bp_test_random_tensor(bp_test_cpu(), dt, s.ndim, s.d, seed, -1, 1, vals);
 }
 
@@ -194,8 +156,9 @@ static bp_tensor *base_tensor(bp_dtype dt, shape s, uint64_t seed, double **vals
 static void check_views(const char *what, bp_tensor *a, const bp_tensor *abase, const double *abv,
                         bp_tensor *b, const bp_tensor *bbase, const double *bbv, int ta, int tb,
                         bp_tensor *out) {
-    double *av = view_values(a, abase, abv), *bv = view_values(b, bbase, bbv);
-    shape as = shape_of(a), bs = shape_of(b), os = out_shape(as, bs, ta, tb);
+    double *av = bp_test_view_values(a, abase, abv), *bv = bp_test_view_values(b, bbase, bbv);
+    bp_test_shape as = bp_test_shape_of(a), bs = bp_test_shape_of(b);
+    bp_test_shape os = out_shape(as, bs, ta, tb);
     double *want = reference(av, as, bv, bs, ta, tb, os);
     bp_tensor *res = out;
     if (out)
@@ -287,7 +250,7 @@ static void test_errors(void **state) {
     bp_tensor *b4 = base_tensor(BP_DTYPE_F32, S2(4, 2), 62, NULL);
     bp_tensor *h = base_tensor(BP_DTYPE_F16, S2(4, 2), 63, NULL);
     bp_tensor *i32 = base_tensor(BP_DTYPE_I32, S2(4, 4), 64, NULL);
-    bp_tensor *vec = base_tensor(BP_DTYPE_F32, (shape){1, {4}}, 65, NULL);
+    bp_tensor *vec = base_tensor(BP_DTYPE_F32, (bp_test_shape){1, {4}}, 65, NULL);
     bp_tensor *ba = base_tensor(BP_DTYPE_F32, S3(2, 3, 4), 66, NULL);
     bp_tensor *bb = base_tensor(BP_DTYPE_F32, S3(3, 4, 5), 67, NULL);
     bp_tensor *out = NULL;

@@ -15,59 +15,13 @@
 #include "test_util.h"
 #include "op_test_util.h"
 
-typedef struct shape {
-    int ndim;
-    int64_t d[BP_MAX_DIMS];
-} shape;
-
-static int64_t numel(shape s) {
-    int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++)
-        n *= s.d[i];
-    return n;
-}
-
-static double *alloc_values(int64_t n) { return malloc((size_t)(n > 0 ? n : 1) * sizeof(double)); }
-
-static void check(const char *what, const bp_tensor *t, const double *want, int64_t n,
-                  double terms) {
-    assert_int_equal(bp_tensor_numel(t), n);
-    double *got = bp_test_tensor_values(t);
-    bp_test_assert_close(what, got, want, n, bp_tensor_dtype(t), terms);
-    free(got);
-}
-
-static void assert_shape(const bp_tensor *t, shape s) {
-    assert_int_equal(bp_tensor_ndim(t), s.ndim);
-    for (int i = 0; i < s.ndim; i++)
-        assert_int_equal(bp_tensor_size(t, i), s.d[i]);
-}
-
-/* Row-major values of `view` (a view of the contiguous `base` holding base_vals),
- * gathered through the view's strides and offset. */
-static double *view_values(const bp_tensor *view, const bp_tensor *base, const double *base_vals) {
-    int nd = bp_tensor_ndim(view);
-    int64_t n = bp_tensor_numel(view);
-    double *v = alloc_values(n);
-    int64_t idx[BP_MAX_DIMS] = {0};
-    for (int64_t i = 0; i < n; i++) {
-        int64_t off = bp_tensor_storage_offset(view) - bp_tensor_storage_offset(base);
-        for (int d = 0; d < nd; d++)
-            off += idx[d] * bp_tensor_stride(view, d);
-        v[i] = base_vals[off];
-        for (int d = nd - 1; d >= 0 && ++idx[d] == bp_tensor_size(view, d); d--)
-            idx[d] = 0;
-    }
-    return v;
-}
-
 /* ---- rmsnorm and layernorm ---- */
 
 /* Reference of rmsnorm (layer = 0) or layernorm over rows of length d; w and b may be
  * NULL. */
 static double *norm_ref(int layer, const double *x, int64_t n, int64_t d, const double *w,
                         const double *b, float eps) {
-    double *y = alloc_values(n);
+    double *y = bp_test_alloc_values(n);
     for (int64_t r = 0; d > 0 && r < n / d; r++) {
         const double *xr = x + r * d;
         double mean = 0, acc = 0;
@@ -95,7 +49,7 @@ static bp_status run_norm_out(int layer, bp_tensor *x, bp_tensor *w, bp_tensor *
     return layer ? bp_layernorm_out(x, w, b, eps, out) : bp_rmsnorm_out(x, w, eps, out);
 }
 
-static const shape norm_cases[] = {
+static const bp_test_shape norm_cases[] = {
     {3, {3, 5, 8}}, {2, {1, 1}}, {2, {0, 4}}, {2, {4, 0}}, {2, {33, 65}}, {1, {257}},
     {2, {64, 1030}}, /* the worker pool */
 };
@@ -109,8 +63,8 @@ static void test_norms(void **state) {
         for (int t = 0; t < 3; t++) {
             bp_dtype dt = bp_test_float_dtypes[t];
             for (size_t c = 0; c < sizeof norm_cases / sizeof *norm_cases; c++) {
-                shape s = norm_cases[c];
-                int64_t d = s.d[s.ndim - 1], n = numel(s);
+                bp_test_shape s = norm_cases[c];
+                int64_t d = s.d[s.ndim - 1], n = bp_test_numel(s);
                 /* affine: bit 0 weight, bit 1 bias (layernorm only) */
                 for (int affine = 0; affine < (layer ? 4 : 2); affine++) {
                     double *vx, *vw = NULL, *vb = NULL;
@@ -126,12 +80,12 @@ static void test_norms(void **state) {
                     double *want = norm_ref(layer, vx, n, d, vw, vb, eps);
                     bp_tensor *out = NULL;
                     BP_ASSERT_OK(run_norm(layer, x, w, b, eps, &out));
-                    assert_shape(out, s);
-                    check(names[layer], out, want, n, (double)d);
+                    bp_test_assert_shape(out, s);
+                    bp_test_check_tensor(names[layer], out, want, n, (double)d);
                     bp_tensor *out2 = bp_test_random_tensor(dev, dt, s.ndim, s.d, seed++, 1, 2,
                                                             NULL);
                     BP_ASSERT_OK(run_norm_out(layer, x, w, b, eps, out2));
-                    check(names[layer], out2, want, n, (double)d);
+                    bp_test_check_tensor(names[layer], out2, want, n, (double)d);
                     bp_tensor_release(out2);
                     bp_tensor_release(out);
                     bp_tensor_release(x);
@@ -162,12 +116,12 @@ static void test_norms_strided(void **state) {
             BP_ASSERT_OK(bp_tensor_transpose(base, 0, 1, &x)); /* [5, 12] */
             BP_ASSERT_OK(bp_tensor_narrow(wide, 0, 3, 12, &w));
             BP_ASSERT_OK(bp_tensor_narrow(wide, 0, 17, 12, &b));
-            double *vx = view_values(x, base, vbase);
+            double *vx = bp_test_view_values(x, base, vbase);
             double *want = norm_ref(layer, vx, 60, 12, vwide + 3, layer ? vwide + 17 : NULL, 1e-5f);
             BP_ASSERT_OK(bp_tensor_empty(dev, dt, 2, (int64_t[]){12, 5}, &out_base));
             BP_ASSERT_OK(bp_tensor_transpose(out_base, 0, 1, &out_t));
             BP_ASSERT_OK(run_norm_out(layer, x, w, layer ? b : NULL, 1e-5f, out_t));
-            check(layer ? "layernorm" : "rmsnorm", out_t, want, 60, 12);
+            bp_test_check_tensor(layer ? "layernorm" : "rmsnorm", out_t, want, 60, 12);
             bp_tensor *all[] = {base, wide, x, w, b, out_base, out_t};
             for (size_t k = 0; k < sizeof all / sizeof *all; k++)
                 bp_tensor_release(all[k]);
@@ -228,9 +182,9 @@ static void test_norm_errors(void **state) {
 
 /* ---- rope ---- */
 
-static double *rope_ref(const double *x, shape s, const bp_rope_attrs *a) {
-    int64_t n = numel(s), d = s.d[s.ndim - 1], seq = s.d[s.ndim - 2], half = d / 2;
-    double *y = alloc_values(n);
+static double *rope_ref(const double *x, bp_test_shape s, const bp_rope_attrs *a) {
+    int64_t n = bp_test_numel(s), d = s.d[s.ndim - 1], seq = s.d[s.ndim - 2], half = d / 2;
+    double *y = bp_test_alloc_values(n);
     for (int64_t r = 0; d > 0 && r < n / d; r++) {
         double pos = (double)a->position_offset + (double)(r % seq);
         for (int64_t i = 0; i < half; i++) {
@@ -244,23 +198,23 @@ static double *rope_ref(const double *x, shape s, const bp_rope_attrs *a) {
     return y;
 }
 
-static void check_rope(bp_tensor *x, const double *vx, shape s, const bp_rope_attrs *a,
+static void check_rope(bp_tensor *x, const double *vx, bp_test_shape s, const bp_rope_attrs *a,
                        uint64_t seed) {
     double *want = rope_ref(vx, s, a);
     bp_tensor *out = NULL;
     BP_ASSERT_OK(bp_rope(x, a, &out));
-    assert_shape(out, s);
-    check("rope", out, want, numel(s), 1);
+    bp_test_assert_shape(out, s);
+    bp_test_check_tensor("rope", out, want, bp_test_numel(s), 1);
     bp_tensor *out2 = bp_test_random_tensor(bp_test_cpu(), bp_tensor_dtype(x), s.ndim, s.d, seed,
                                             1, 2, NULL);
     BP_ASSERT_OK(bp_rope_out(x, a, out2));
-    check("rope", out2, want, numel(s), 1);
+    bp_test_check_tensor("rope", out2, want, bp_test_numel(s), 1);
     bp_tensor_release(out2);
     bp_tensor_release(out);
     free(want);
 }
 
-static const shape rope_cases[] = {
+static const bp_test_shape rope_cases[] = {
     {4, {2, 3, 5, 8}}, {3, {1, 1, 2}}, {3, {3, 0, 4}}, {2, {4, 0}}, {3, {2, 7, 64}},
     {2, {64, 1030}}, /* the worker pool */
 };
@@ -279,7 +233,7 @@ static void test_rope(void **state) {
         bp_dtype dt = bp_test_float_dtypes[t];
         for (size_t v = 0; v < sizeof variants / sizeof *variants; v++)
             for (size_t c = 0; c < sizeof rope_cases / sizeof *rope_cases; c++) {
-                shape s = rope_cases[c];
+                bp_test_shape s = rope_cases[c];
                 double *vx;
                 bp_tensor *x = bp_test_random_tensor(dev, dt, s.ndim, s.d, seed++, -2, 2, &vx);
                 check_rope(x, vx, s, &variants[v], seed++);
@@ -302,9 +256,9 @@ static void test_rope_strided(void **state) {
             bp_tensor *x;
             BP_ASSERT_OK(bp_tensor_transpose(base, 1, 2, &x));
             assert_false(bp_tensor_is_contiguous(x));
-            double *vx = view_values(x, base, vbase);
+            double *vx = bp_test_view_values(x, base, vbase);
             bp_rope_attrs a = {.theta = 10000.0f, .position_offset = 17, .interleaved = inter};
-            check_rope(x, vx, (shape){4, {2, 3, 9, 16}}, &a, 3);
+            check_rope(x, vx, (bp_test_shape){4, {2, 3, 9, 16}}, &a, 3);
             bp_tensor_release(x);
             bp_tensor_release(base);
             free(vbase);

@@ -16,46 +16,6 @@
 #include "test_util.h"
 #include "op_test_util.h"
 
-typedef struct shape {
-    int ndim;
-    int64_t d[BP_MAX_DIMS];
-} shape;
-
-static int64_t numel(shape s) {
-    int64_t n = 1;
-    for (int i = 0; i < s.ndim; i++)
-        n *= s.d[i];
-    return n;
-}
-
-static double *alloc_values(int64_t n) { return malloc((size_t)(n > 0 ? n : 1) * sizeof(double)); }
-
-static void check(const char *what, const bp_tensor *t, const double *want, int64_t n,
-                  double terms) {
-    assert_int_equal(bp_tensor_numel(t), n);
-    double *got = bp_test_tensor_values(t);
-    bp_test_assert_close(what, got, want, n, bp_tensor_dtype(t), terms);
-    free(got);
-}
-
-/* Row-major values of `view` (a view of the contiguous `base` holding base_vals),
- * gathered through the view's strides and offset. */
-static double *view_values(const bp_tensor *view, const bp_tensor *base, const double *base_vals) {
-    int nd = bp_tensor_ndim(view);
-    int64_t n = bp_tensor_numel(view);
-    double *v = alloc_values(n);
-    int64_t idx[BP_MAX_DIMS] = {0};
-    for (int64_t i = 0; i < n; i++) {
-        int64_t off = bp_tensor_storage_offset(view) - bp_tensor_storage_offset(base);
-        for (int d = 0; d < nd; d++)
-            off += idx[d] * bp_tensor_stride(view, d);
-        v[i] = base_vals[off];
-        for (int d = nd - 1; d >= 0 && ++idx[d] == bp_tensor_size(view, d); d--)
-            idx[d] = 0;
-    }
-    return v;
-}
-
 /* ---- sum, max, mean ---- */
 
 typedef enum { SUM, MAX, MEAN } red_kind;
@@ -75,13 +35,13 @@ static bp_status run_reduce_out(red_kind k, bp_tensor *a, int dim, int keepdim, 
 }
 
 /* The reference over dim d of row-major values v of shape s (result row-major). */
-static double *reduce_ref(red_kind k, const double *v, shape s, int d, bp_dtype dt) {
+static double *reduce_ref(red_kind k, const double *v, bp_test_shape s, int d, bp_dtype dt) {
     int64_t outer = 1, n = s.ndim ? s.d[d] : 1, inner = 1;
     for (int i = 0; i < d; i++)
         outer *= s.d[i];
     for (int i = d + 1; i < s.ndim; i++)
         inner *= s.d[i];
-    double *want = alloc_values(outer * inner);
+    double *want = bp_test_alloc_values(outer * inner);
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
             double acc = k == MAX ? -INFINITY : 0;
@@ -98,18 +58,12 @@ static double *reduce_ref(red_kind k, const double *v, shape s, int d, bp_dtype 
     return want;
 }
 
-static shape reduced_shape(shape s, int d, int keepdim) {
-    shape o = {0};
+static bp_test_shape reduced_shape(bp_test_shape s, int d, int keepdim) {
+    bp_test_shape o = {0};
     for (int i = 0; i < s.ndim; i++)
         if (i != d || keepdim)
             o.d[o.ndim++] = i == d ? 1 : s.d[i];
     return o;
-}
-
-static void assert_shape(const bp_tensor *t, shape s) {
-    assert_int_equal(bp_tensor_ndim(t), s.ndim);
-    for (int i = 0; i < s.ndim; i++)
-        assert_int_equal(bp_tensor_size(t, i), s.d[i]);
 }
 
 static const bp_dtype red_dtypes[] = {BP_DTYPE_F32, BP_DTYPE_F16, BP_DTYPE_BF16, BP_DTYPE_I32,
@@ -118,26 +72,26 @@ static const bp_dtype red_dtypes[] = {BP_DTYPE_F32, BP_DTYPE_F16, BP_DTYPE_BF16,
 static bool is_int(bp_dtype dt) { return dt == BP_DTYPE_I32 || dt == BP_DTYPE_I64; }
 
 /* Checks op k over dim `dim` of `a` (values v, logical shape s), both forms. */
-static void check_reduce(red_kind k, bp_tensor *a, const double *v, shape s, int dim, int keepdim,
-                         uint64_t seed) {
+static void check_reduce(red_kind k, bp_tensor *a, const double *v, bp_test_shape s, int dim,
+                         int keepdim, uint64_t seed) {
     bp_dtype dt = bp_tensor_dtype(a);
     int d = s.ndim == 0 ? 0 : (dim < 0 ? dim + s.ndim : dim);
-    shape so = reduced_shape(s, d, keepdim);
+    bp_test_shape so = reduced_shape(s, d, keepdim);
     double *want = reduce_ref(k, v, s, d, dt);
     double terms = k == MAX ? 1 : (double)(s.ndim ? s.d[d] : 1);
     bp_tensor *out = NULL;
     BP_ASSERT_OK(run_reduce(k, a, dim, keepdim, &out));
-    assert_shape(out, so);
-    check(red_names[k], out, want, numel(so), terms);
+    bp_test_assert_shape(out, so);
+    bp_test_check_tensor(red_names[k], out, want, bp_test_numel(so), terms);
     bp_tensor *out2 = bp_test_random_tensor(bp_test_cpu(), dt, so.ndim, so.d, seed, 1, 2, NULL);
     BP_ASSERT_OK(run_reduce_out(k, a, dim, keepdim, out2));
-    check(red_names[k], out2, want, numel(so), terms);
+    bp_test_check_tensor(red_names[k], out2, want, bp_test_numel(so), terms);
     bp_tensor_release(out2);
     bp_tensor_release(out);
     free(want);
 }
 
-static const shape red_cases[] = {
+static const bp_test_shape red_cases[] = {
     {3, {3, 5, 7}}, {2, {1, 1}}, {2, {0, 4}}, {2, {4, 0}}, {2, {33, 65}}, {1, {257}}, {0, {0}},
     {2, {64, 1030}}, /* the worker pool, along either dim */
 };
@@ -152,7 +106,7 @@ static void test_reductions(void **state) {
             if (k == MEAN && is_int(dt))
                 continue;
             for (size_t c = 0; c < sizeof red_cases / sizeof *red_cases; c++) {
-                shape s = red_cases[c];
+                bp_test_shape s = red_cases[c];
                 double *v;
                 bp_tensor *a = bp_test_random_tensor(dev, dt, s.ndim, s.d, seed++,
                                                      is_int(dt) ? -1000 : -1,
@@ -186,8 +140,8 @@ static void test_reductions_strided(void **state) {
             bp_tensor *a;
             BP_ASSERT_OK(bp_tensor_permute(base, (const int[]){2, 0, 1}, &a));
             assert_false(bp_tensor_is_contiguous(a));
-            double *v = view_values(a, base, vbase);
-            shape s = {3, {3, 7, 5}};
+            double *v = bp_test_view_values(a, base, vbase);
+            bp_test_shape s = {3, {3, 7, 5}};
             for (int dim = 0; dim < 3; dim++)
                 check_reduce((red_kind)k, a, v, s, dim, dim == 1, 200 + (uint64_t)dim);
             bp_tensor_release(a);
@@ -203,7 +157,7 @@ static void test_long_rows(void **state) {
     bp_device *dev = bp_test_cpu();
     for (int t = 0; t < 3; t++) {
         bp_dtype dt = bp_test_float_dtypes[t];
-        shape s = {2, {2, 1 << 20}};
+        bp_test_shape s = {2, {2, 1 << 20}};
         double *v;
         bp_tensor *a = bp_test_random_tensor(dev, dt, s.ndim, s.d, 31 + (uint64_t)t, -1, 1, &v);
         check_reduce(SUM, a, v, s, 1, 0, 5);
@@ -283,10 +237,10 @@ static void test_reduce_errors(void **state) {
 /* ---- softmax ---- */
 
 /* Reference softmax of row-major v with shape s (rows of the last dim). */
-static double *softmax_ref(const double *v, shape s, float scale, int causal) {
-    int64_t n = numel(s), len = s.ndim ? s.d[s.ndim - 1] : 1;
+static double *softmax_ref(const double *v, bp_test_shape s, float scale, int causal) {
+    int64_t n = bp_test_numel(s), len = s.ndim ? s.d[s.ndim - 1] : 1;
     int64_t sq = s.ndim >= 2 ? s.d[s.ndim - 2] : 1, rows = len ? n / len : 0;
-    double *want = alloc_values(n);
+    double *want = bp_test_alloc_values(n);
     for (int64_t r = 0; r < rows; r++) {
         const double *x = v + r * len;
         double *y = want + r * len;
@@ -302,29 +256,29 @@ static double *softmax_ref(const double *v, shape s, float scale, int causal) {
     return want;
 }
 
-static void check_softmax(bp_tensor *a, const double *v, shape s, float scale, int causal,
+static void check_softmax(bp_tensor *a, const double *v, bp_test_shape s, float scale, int causal,
                           uint64_t seed) {
     double *want = softmax_ref(v, s, scale, causal);
     double terms = s.ndim ? (double)s.d[s.ndim - 1] : 1;
     bp_tensor *out = NULL;
     BP_ASSERT_OK(bp_softmax(a, scale, causal, &out));
-    assert_shape(out, s);
-    check("softmax", out, want, numel(s), terms);
+    bp_test_assert_shape(out, s);
+    bp_test_check_tensor("softmax", out, want, bp_test_numel(s), terms);
     bp_tensor *out2 = bp_test_random_tensor(bp_test_cpu(), bp_tensor_dtype(a), s.ndim, s.d, seed,
                                             1, 2, NULL);
     BP_ASSERT_OK(bp_softmax_out(a, scale, causal, out2));
-    check("softmax", out2, want, numel(s), terms);
+    bp_test_check_tensor("softmax", out2, want, bp_test_numel(s), terms);
     bp_tensor_release(out2);
     bp_tensor_release(out);
     free(want);
 }
 
-static const shape softmax_cases[] = {
+static const bp_test_shape softmax_cases[] = {
     {3, {3, 5, 7}}, {2, {1, 1}}, {2, {0, 4}}, {2, {4, 0}}, {2, {33, 65}}, {1, {257}}, {0, {0}},
     {2, {64, 1030}},
 };
 
-static const shape causal_cases[] = {
+static const bp_test_shape causal_cases[] = {
     {4, {2, 3, 5, 9}}, /* Sq < Sk */
     {3, {4, 6, 6}},    /* Sq == Sk */
     {2, {7, 3}},       /* Sq > Sk: rows past Sk see every key */
@@ -341,7 +295,7 @@ static void test_softmax(void **state) {
         bp_dtype dt = bp_test_float_dtypes[t];
         for (int sc = 0; sc < 2; sc++) {
             for (size_t c = 0; c < sizeof softmax_cases / sizeof *softmax_cases; c++) {
-                shape s = softmax_cases[c];
+                bp_test_shape s = softmax_cases[c];
                 double *v;
                 bp_tensor *a = bp_test_random_tensor(dev, dt, s.ndim, s.d, seed++, -5, 5, &v);
                 check_softmax(a, v, s, scales[sc], 0, seed++);
@@ -349,7 +303,7 @@ static void test_softmax(void **state) {
                 free(v);
             }
             for (size_t c = 0; c < sizeof causal_cases / sizeof *causal_cases; c++) {
-                shape s = causal_cases[c];
+                bp_test_shape s = causal_cases[c];
                 double *v;
                 bp_tensor *a = bp_test_random_tensor(dev, dt, s.ndim, s.d, seed++, -5, 5, &v);
                 check_softmax(a, v, s, scales[sc], 1, seed++);
@@ -367,7 +321,7 @@ static void test_softmax_large_logits(void **state) {
     bp_device *dev = bp_test_cpu();
     for (int t = 0; t < 3; t++) {
         bp_dtype dt = bp_test_float_dtypes[t];
-        shape s = {2, {6, 50}};
+        bp_test_shape s = {2, {6, 50}};
         double *v;
         bp_tensor *a = bp_test_random_tensor(dev, dt, s.ndim, s.d, 90 + (uint64_t)t, 990, 1010, &v);
         check_softmax(a, v, s, 1.0f, 0, 1);
@@ -395,7 +349,7 @@ static void test_softmax_special_rows(void **state) {
     BP_ASSERT_OK(bp_tensor_from_host(dev, BP_DTYPE_F32, 2, (int64_t[]){3, 4}, x, &a));
     BP_ASSERT_OK(bp_softmax(a, 1.0f, 0, &out));
     double want[12] = {0, 0, 0, 0, NAN, NAN, NAN, NAN, 0, 0.5, 0, 0.5};
-    check("softmax", out, want, 12, 4);
+    bp_test_check_tensor("softmax", out, want, 12, 4);
     bp_tensor_release(out);
     bp_tensor_release(a);
 }
@@ -411,14 +365,14 @@ static void test_softmax_strided(void **state) {
                                                 -4, 4, &vbase);
         bp_tensor *a, *out_base, *out_t;
         BP_ASSERT_OK(bp_tensor_transpose(base, 1, 2, &a)); /* [2, 6, 11] */
-        double *v = view_values(a, base, vbase);
-        shape s = {3, {2, 6, 11}};
+        double *v = bp_test_view_values(a, base, vbase);
+        bp_test_shape s = {3, {2, 6, 11}};
         check_softmax(a, v, s, 0.5f, 1, 9);
         double *want = softmax_ref(v, s, 0.5f, 1);
         BP_ASSERT_OK(bp_tensor_empty(dev, dt, 3, (int64_t[]){2, 11, 6}, &out_base));
         BP_ASSERT_OK(bp_tensor_transpose(out_base, 1, 2, &out_t));
         BP_ASSERT_OK(bp_softmax_out(a, 0.5f, 1, out_t));
-        check("softmax", out_t, want, numel(s), 11);
+        bp_test_check_tensor("softmax", out_t, want, bp_test_numel(s), 11);
         bp_tensor_release(out_t);
         bp_tensor_release(out_base);
         bp_tensor_release(a);
