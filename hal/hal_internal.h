@@ -168,6 +168,8 @@ struct bp_tensor {
     bp_tensor_desc desc;
 };
 
+/* Writes "[2, 3, 4]" into buf and returns it (truncated to fit). */
+BP_INTERNAL const char *bp_shape_str(const int64_t *shape, int ndim, char *buf, size_t size);
 /* A new tensor header over `storage` (retained), with the given layout; fills desc. */
 BP_INTERNAL bp_status bp_tensor_make_view(bp_storage *storage, bp_dtype dtype, int ndim,
                                           const int64_t *shape, const int64_t *strides,

@@ -38,7 +38,7 @@ static void contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
     }
 }
 
-static const char *shape_str(const int64_t *shape, int ndim, char *buf, size_t size) {
+const char *bp_shape_str(const int64_t *shape, int ndim, char *buf, size_t size) {
     size_t used = (size_t)snprintf(buf, size, "[");
     for (int i = 0; i < ndim && used < size; i++)
         used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
@@ -80,13 +80,14 @@ static bp_status check_shape(const char *fn, int ndim, const int64_t *shape, int
         if (shape[d] < 0) {
             char buf[200];
             return bp_set_error(BP_ERR_INVALID_ARGUMENT,
-                                "%s: dim %d of shape %s is negative (%lld)", fn, d, shape_str(shape, ndim, buf, sizeof buf),
-                                (long long)shape[d]);
+                                "%s: dim %d of shape %s is negative (%lld)", fn, d,
+                                bp_shape_str(shape, ndim, buf, sizeof buf), (long long)shape[d]);
         }
         if (__builtin_mul_overflow(n, shape[d], &n)) {
             char buf[200];
             return bp_set_error(BP_ERR_INVALID_ARGUMENT, "%s: shape %s has too many elements "
-                                "(overflows 64 bits)", fn, shape_str(shape, ndim, buf, sizeof buf));
+                                "(overflows 64 bits)", fn,
+                                bp_shape_str(shape, ndim, buf, sizeof buf));
         }
     }
     *numel = n;
@@ -169,7 +170,7 @@ bp_status bp_tensor_empty(bp_device *device, bp_dtype dtype, int ndim, const int
         char buf[200];
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_empty: %s tensor of shape %s is "
                             "too large (byte size overflows)", bp_dtype_name(dtype),
-                            shape_str(shape, ndim, buf, sizeof buf));
+                            bp_shape_str(shape, ndim, buf, sizeof buf));
     }
     bp_stream *stream = bp_current_stream(device);
     if (!stream)
@@ -434,7 +435,7 @@ bp_status bp_tensor_permute(bp_tensor *tensor, const int *dims, bp_tensor **out_
                 given[j] = dims[j];
             return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_permute: dims %s are not a "
                                 "permutation of 0..%d (dim %d repeats)",
-                                shape_str(given, ndim, buf, sizeof buf), ndim - 1, d);
+                                bp_shape_str(given, ndim, buf, sizeof buf), ndim - 1, d);
         }
         seen[d] = true;
         shape[i] = tensor->shape[d];
@@ -526,11 +527,11 @@ bp_status bp_tensor_reshape(bp_tensor *tensor, int ndim, const int64_t *shape,
             infer = d;
         } else if (shape[d] < 0) {
             return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_reshape: invalid shape %s (%s)",
-                                shape_str(shape, ndim, want, sizeof want),
+                                bp_shape_str(shape, ndim, want, sizeof want),
                                 shape[d] == -1 ? "only one dim may be -1" : "negative dim");
         } else if (__builtin_mul_overflow(known, shape[d], &known)) {
             return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_reshape: shape %s has too many "
-                                "elements", shape_str(shape, ndim, want, sizeof want));
+                                "elements", bp_shape_str(shape, ndim, want, sizeof want));
         }
     }
     int64_t numel = bp_tensor_numel(tensor);
@@ -538,16 +539,16 @@ bp_status bp_tensor_reshape(bp_tensor *tensor, int ndim, const int64_t *shape,
         if (known == 0 || numel % known != 0)
             return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_reshape: cannot reshape a "
                                 "tensor of shape %s (%lld elements) into %s",
-                                shape_str(tensor->shape, tensor->ndim, have, sizeof have),
-                                (long long)numel, shape_str(shape, ndim, want, sizeof want));
+                                bp_shape_str(tensor->shape, tensor->ndim, have, sizeof have),
+                                (long long)numel, bp_shape_str(shape, ndim, want, sizeof want));
         new_shape[infer] = numel / known;
         known = numel;
     }
     if (known != numel)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_reshape: cannot reshape a tensor "
                             "of shape %s (%lld elements) into %s (%lld elements)",
-                            shape_str(tensor->shape, tensor->ndim, have, sizeof have),
-                            (long long)numel, shape_str(new_shape, ndim, want, sizeof want),
+                            bp_shape_str(tensor->shape, tensor->ndim, have, sizeof have),
+                            (long long)numel, bp_shape_str(new_shape, ndim, want, sizeof want),
                             (long long)known);
     int64_t strides[BP_MAX_DIMS];
     if (view_strides(tensor, ndim, new_shape, strides))

@@ -4,16 +4,6 @@
 
 #include "ops_internal.h"
 
-const char *bp_shape_str(const int64_t *shape, int ndim, char *buf, size_t size) {
-    size_t used = (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < ndim && used < size; i++)
-        used += (size_t)snprintf(buf + used, size - used, "%s%lld", i ? ", " : "",
-                                 (long long)shape[i]);
-    if (used < size)
-        snprintf(buf + used, size - used, "]");
-    return buf;
-}
-
 bp_status bp_check_tensors(const char *op, bp_tensor *const *tensors, int n,
                            bp_device **out_device) {
     bp_device *device = NULL;

@@ -61,8 +61,6 @@ BP_INTERNAL bp_status bp_check_dim(const char *op, int dim, int ndim, int *out_d
 BP_INTERNAL bp_status bp_check_out(const char *op, bp_tensor *out, bp_device *device,
                                    bp_dtype dtype, int ndim, const int64_t *shape,
                                    bp_tensor *const *inputs, int n_inputs, bool same_view_ok);
-/* Writes "[2, 3, 4]" into buf. */
-BP_INTERNAL const char *bp_shape_str(const int64_t *shape, int ndim, char *buf, size_t size);
 
 /* ---- running an op (ops/run.c) ---- */
 

@@ -8,36 +8,9 @@
 #include "dtype_convert.h"
 #include "ops_internal.h"
 #include "strided.h"
+#include "dtype_macros.h"
 
 enum { GRAIN = 32768 };
-
-/* Per dtype: T the stored type, A the type the math runs in, U the type integer math
- * wraps in, LD/ST the conversions between T and A. */
-#define T_f32 float
-#define A_f32 float
-#define U_f32 float
-#define LD_f32(v) (v)
-#define ST_f32(v) (v)
-#define T_f16 uint16_t
-#define A_f16 float
-#define U_f16 float
-#define LD_f16(v) bp_f16_to_f32(v)
-#define ST_f16(v) bp_f32_to_f16(v)
-#define T_bf16 uint16_t
-#define A_bf16 float
-#define U_bf16 float
-#define LD_bf16(v) bp_bf16_to_f32(v)
-#define ST_bf16(v) bp_f32_to_bf16(v)
-#define T_i32 int32_t
-#define A_i32 int32_t
-#define U_i32 uint32_t
-#define LD_i32(v) (v)
-#define ST_i32(v) (v)
-#define T_i64 int64_t
-#define A_i64 int64_t
-#define U_i64 uint64_t
-#define LD_i64(v) (v)
-#define ST_i64(v) (v)
 
 typedef struct ew_job {
     const bp_kernel_call *call;

@@ -6,18 +6,9 @@
 #include "dtype_convert.h"
 #include "ops_internal.h"
 #include "strided.h"
+#include "dtype_macros.h"
 
 enum { GRAIN = 32768 };
-
-#define T_f32 float
-#define LD_f32(v) (v)
-#define ST_f32(v) (v)
-#define T_f16 uint16_t
-#define LD_f16(v) bp_f16_to_f32(v)
-#define ST_f16(v) bp_f32_to_f16(v)
-#define T_bf16 uint16_t
-#define LD_bf16(v) bp_bf16_to_f32(v)
-#define ST_bf16(v) bp_f32_to_bf16(v)
 
 typedef struct row_job {
     const bp_kernel_call *call;
