@@ -33,12 +33,13 @@
 #endif
 
 #include "dtype_convert.h"
+#include "simd.h"
 #include "ops_internal.h"
 
 /* Blocked kernel: MR x NR register tile, MC x NC output tile, KC deep panels. The
  * packed panels and the f32 output tile take (MC*KC + KC*NC + MC*NC) floats (128 KiB)
  * of stack. */
-enum { MR = 4, NR = 16, MC = 64, NC = 128, KC = 128 };
+enum { MR = TILE_MR, NR = TILE_NR, MC = 64, NC = 128, KC = 128 };
 
 /* CBLAS: the depth of the converted K panels. */
 #define BLAS_PANEL_K 256
@@ -86,43 +87,6 @@ static void item_offsets(const mm_job *j, int64_t t, size_t *oa, size_t *ob, siz
 
 /* ---- the blocked kernel ---- */
 
-/* 8-float vectors (GNU C), unaligned: the register tile. */
-typedef float vf8 __attribute__((vector_size(32), aligned(4)));
-#define SPLAT(x) ((vf8){(x), (x), (x), (x), (x), (x), (x), (x)})
-
-/* The hot loop gets an AVX2+FMA clone on x86-64, picked at load time. */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
-#endif
-#ifndef SIMD_CLONES
-#define SIMD_CLONES
-#endif
-
-/* c[MR][NR] (row stride NC) += a[MR][kc] (row stride KC) @ b[kc][NR] (row stride NC). */
-__attribute__((always_inline)) static inline void micro_tile(int64_t kc, const float *a, const float *b, float *c) {
-    vf8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
-    for (int64_t p = 0; p < kc; p++) {
-        const float *bp = b + p * NC, *ap = a + p;
-        vf8 b0 = *(const vf8 *)bp, b1 = *(const vf8 *)(bp + 8);
-        vf8 a0 = SPLAT(ap[0]), a1 = SPLAT(ap[KC]), a2 = SPLAT(ap[2 * KC]);
-        vf8 a3 = SPLAT(ap[3 * KC]);
-        c00 += a0 * b0;
-        c01 += a0 * b1;
-        c10 += a1 * b0;
-        c11 += a1 * b1;
-        c20 += a2 * b0;
-        c21 += a2 * b1;
-        c30 += a3 * b0;
-        c31 += a3 * b1;
-    }
-    *(vf8 *)c += c00, *(vf8 *)(c + 8) += c01;
-    *(vf8 *)(c + NC) += c10, *(vf8 *)(c + NC + 8) += c11;
-    *(vf8 *)(c + 2 * NC) += c20, *(vf8 *)(c + 2 * NC + 8) += c21;
-    *(vf8 *)(c + 3 * NC) += c30, *(vf8 *)(c + 3 * NC + 8) += c31;
-}
-
 /* cp[rows][cols] += ap[rows][kc] @ bp[kc][cols]; rows and cols are multiples of the
  * register tile. */
 SIMD_CLONES
@@ -130,7 +94,7 @@ static void block_product(int64_t kc, const float *ap, const float *bp, float *c
                           int64_t cols) {
     for (int64_t r = 0; r < rows; r += MR)
         for (int64_t q = 0; q < cols; q += NR)
-            micro_tile(kc, ap + r * KC, bp + q, cp + r * NC + q);
+            tile_4x16(kc, ap + r * KC, KC, 1, bp + q, NC, cp + r * NC + q, NC, 1);
 }
 
 /* Output tile (mt, nt) of batch item t. */

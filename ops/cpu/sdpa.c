@@ -20,33 +20,10 @@
 #include <string.h>
 
 #include "dtype_convert.h"
+#include "simd.h"
 #include "ops_internal.h"
 
-enum { BQ = 64, BK = 64, MR = 4, NR = 16 };
-
-/* 8-lane vectors (GNU C), unaligned. */
-typedef float vf8 __attribute__((vector_size(32), aligned(4)));
-typedef int32_t vi8 __attribute__((vector_size(32), aligned(4)));
-#define SPLAT(x) ((vf8){(x), (x), (x), (x), (x), (x), (x), (x)})
-/* Lanes of a where the comparison result `mask` is set, else lanes of b. */
-#define SELECT(mask, a, b) ((vf8)(((vi8)(a) & (mask)) | ((vi8)(b) & ~(mask))))
-
-/* The vector helpers are static and always inlined, so no call passes a vector across
- * an ABI boundary: GCC's note on the AVX vector ABI does not apply. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
-#define INLINE __attribute__((always_inline)) static inline
-
-/* The task gets an AVX2+FMA clone on x86-64, picked at load time. */
-#if defined(__x86_64__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#endif
-#endif
-#ifndef SIMD_CLONES
-#define SIMD_CLONES
-#endif
+enum { BQ = 64, BK = 64, MR = TILE_MR, NR = TILE_NR };
 
 typedef struct sdpa_job {
     bp_dtype dt;
@@ -76,38 +53,6 @@ typedef struct scratch {
 
 static size_t scratch_floats(const sdpa_job *j) {
     return (size_t)(j->d * BQ + BK * j->d + BK * j->dp + BQ * j->dp + BK * BQ + 3 * BQ + j->d);
-}
-
-
-
-/* c[MR][NR] (row stride ldc) = (accumulate ? c : 0) + a[MR][kd] @ b[kd][NR], where
- * a's element (r, p) is a[r * ars + p * aks] and b's row p starts at b + p * ldb. */
-INLINE void tile(int64_t kd, const float *a, int64_t ars, int64_t aks, const float *b,
-                 int64_t ldb, float *c, int64_t ldc, int accumulate) {
-    vf8 c00 = {0}, c01 = {0}, c10 = {0}, c11 = {0}, c20 = {0}, c21 = {0}, c30 = {0}, c31 = {0};
-    for (int64_t p = 0; p < kd; p++) {
-        const float *bp = b + p * ldb, *ap = a + p * aks;
-        vf8 b0 = *(const vf8 *)bp, b1 = *(const vf8 *)(bp + 8);
-        vf8 a0 = SPLAT(ap[0]), a1 = SPLAT(ap[ars]), a2 = SPLAT(ap[2 * ars]);
-        vf8 a3 = SPLAT(ap[3 * ars]);
-        c00 += a0 * b0;
-        c01 += a0 * b1;
-        c10 += a1 * b0;
-        c11 += a1 * b1;
-        c20 += a2 * b0;
-        c21 += a2 * b1;
-        c30 += a3 * b0;
-        c31 += a3 * b1;
-    }
-    if (!accumulate) {
-        vf8 zero = {0};
-        for (int r = 0; r < MR; r++)
-            *(vf8 *)(c + r * ldc) = zero, *(vf8 *)(c + r * ldc + 8) = zero;
-    }
-    *(vf8 *)c += c00, *(vf8 *)(c + 8) += c01;
-    *(vf8 *)(c + ldc) += c10, *(vf8 *)(c + ldc + 8) += c11;
-    *(vf8 *)(c + 2 * ldc) += c20, *(vf8 *)(c + 2 * ldc + 8) += c21;
-    *(vf8 *)(c + 3 * ldc) += c30, *(vf8 *)(c + 3 * ldc + 8) += c31;
 }
 
 /* exp(x) of lanes x <= 0, and exactly 0 for x = -inf: Cody-Waite reduction to
@@ -222,7 +167,7 @@ static void sdpa_task(const sdpa_job *j, scratch *w, int64_t task) {
         /* Key rows bk .. bk_mr hold stale finite values: their scores are never read. */
         for (int64_t c = 0; c < bk_mr; c += MR)
             for (int64_t r = 0; r < bq_nr; r += NR)
-                tile(d, w->k + c * d, d, 1, w->qt + r, BQ, w->st + c * BQ + r, BQ, 0);
+                tile_4x16(d, w->k + c * d, d, 1, w->qt + r, BQ, w->st + c * BQ + r, BQ, 0);
         softmax_block(j, w, i0, bq, j0, bk, slope);
         for (int64_t r = 0; r < bq; r++) {
             float corr = w->corr[r], *o = w->o + r * dp;
@@ -232,7 +177,7 @@ static void sdpa_task(const sdpa_job *j, scratch *w, int64_t task) {
         }
         for (int64_t r = 0; r < bq_mr; r += MR)
             for (int64_t x = 0; x < dp; x += NR)
-                tile(bk, w->st + r, 1, BQ, w->v + x, dp, w->o + r * dp + x, dp, 1);
+                tile_4x16(bk, w->st + r, 1, BQ, w->v + x, dp, w->o + r * dp + x, dp, 1);
     }
 
     char *o = j->o + (size_t)(b * j->os[0] + h * j->os[1]) * j->esize;
