@@ -2,7 +2,8 @@
  * f16 and bf16, accumulating in f32, with any strides and broadcast batch dims.
  *
  * Two engines:
- *  - CBLAS (BP_HAVE_CBLAS, OpenBLAS): f32 operands whose strides BLAS can express
+ *  - CBLAS (OpenBLAS, loaded at the first call: blas.h; BP_BLAS=0 turns it off): f32
+ *    operands whose strides BLAS can express
  *    (one unit stride, a leading dim at least the row length) go straight to
  *    cblas_sgemm, also a column-major out (as out^T = b^T a^T); anything else
  *    (f16/bf16, other strides) is converted panel by panel along K into f32 scratch,
@@ -28,12 +29,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef BP_HAVE_CBLAS
-#include <cblas.h>
-#endif
 
 #include "dtype_convert.h"
 #include "simd.h"
+#include "blas.h"
 #include "ops_internal.h"
 
 /* Blocked kernel: MR x NR register tile, MC x NC output tile, KC deep panels. The
@@ -58,6 +57,7 @@ typedef struct mm_job {
     int64_t bshape[BP_KERNEL_MAX_DIMS];
     int64_t bsa[BP_KERNEL_MAX_DIMS], bsb[BP_KERNEL_MAX_DIMS], bsc[BP_KERNEL_MAX_DIMS];
     int64_t items;                        /* product of bshape */
+    bp_sgemm_fn sgemm;                    /* the CBLAS engine, or NULL */
     int64_t mtiles, ntiles;               /* blocked kernel tiles per item */
 } mm_job;
 
@@ -137,10 +137,9 @@ static void blocked_range(void *ctx, int64_t begin, int64_t end) {
 
 /* ---- the CBLAS engine ---- */
 
-#ifdef BP_HAVE_CBLAS
 typedef struct blas_view {
     bool ok;
-    CBLAS_TRANSPOSE trans;
+    int trans; /* BP_CBLAS_NO_TRANS or BP_CBLAS_TRANS */
     int ld;
 } blas_view;
 
@@ -152,10 +151,10 @@ static blas_view view_of(bp_dtype dt, int64_t rows, int64_t cols, int64_t rs, in
         return v;
     int64_t ld = 0;
     if (cs == 1 && (rows <= 1 || rs >= cols)) {
-        v.trans = CblasNoTrans;
+        v.trans = BP_CBLAS_NO_TRANS;
         ld = rows <= 1 ? cols : rs;
     } else if (rs == 1 && (cols <= 1 || cs >= rows)) {
-        v.trans = CblasTrans;
+        v.trans = BP_CBLAS_TRANS;
         ld = cols <= 1 ? rows : cs;
     } else {
         return v;
@@ -176,7 +175,7 @@ static size_t blas_scratch(const mm_job *j) {
         return 0;
     int64_t kp = va.ok && vb.ok ? j->k : (j->k < BLAS_PANEL_K ? j->k : BLAS_PANEL_K);
     return (size_t)((va.ok ? 0 : j->m * kp) + (vb.ok ? 0 : kp * j->n) +
-                    (vc.ok && vc.trans == CblasNoTrans ? 0 : j->m * j->n));
+                    (vc.ok && vc.trans == BP_CBLAS_NO_TRANS ? 0 : j->m * j->n));
 }
 
 /* One batch item through cblas_sgemm; scratch holds blas_scratch(j) floats. */
@@ -190,19 +189,19 @@ static void blas_item(const mm_job *j, int64_t t, float *scratch) {
     blas_view vb = view_of(j->dt, j->k, j->n, j->sbk, j->sbn);
     blas_view vc = view_of(j->dt, j->m, j->n, j->scm, j->scn);
     if (va.ok && vb.ok && vc.ok) {
-        if (vc.trans == CblasNoTrans)
-            cblas_sgemm(CblasRowMajor, va.trans, vb.trans, m, n, (int)j->k, 1.0f,
+        if (vc.trans == BP_CBLAS_NO_TRANS)
+            j->sgemm(BP_CBLAS_ROW_MAJOR, va.trans, vb.trans, m, n, (int)j->k, 1.0f,
                         (const float *)a, va.ld, (const float *)b, vb.ld, 0.0f, (float *)c, vc.ld);
         else /* a column-major out: out^T = b^T a^T */
-            cblas_sgemm(CblasRowMajor, vb.trans == CblasNoTrans ? CblasTrans : CblasNoTrans,
-                        va.trans == CblasNoTrans ? CblasTrans : CblasNoTrans, n, m, (int)j->k,
+            j->sgemm(BP_CBLAS_ROW_MAJOR, vb.trans == BP_CBLAS_NO_TRANS ? BP_CBLAS_TRANS : BP_CBLAS_NO_TRANS,
+                        va.trans == BP_CBLAS_NO_TRANS ? BP_CBLAS_TRANS : BP_CBLAS_NO_TRANS, n, m, (int)j->k,
                         1.0f, (const float *)b, vb.ld, (const float *)a, va.ld, 0.0f, (float *)c,
                         vc.ld);
         return;
     }
     int64_t kp = va.ok && vb.ok ? j->k : (j->k < BLAS_PANEL_K ? j->k : BLAS_PANEL_K);
     float *ap = scratch, *bp = ap + (va.ok ? 0 : j->m * kp), *cp = bp + (vb.ok ? 0 : kp * j->n);
-    bool c_direct = vc.ok && vc.trans == CblasNoTrans;
+    bool c_direct = vc.ok && vc.trans == BP_CBLAS_NO_TRANS;
     float *cbuf = c_direct ? (float *)c : cp;
     int ldc = c_direct ? vc.ld : n;
     for (int64_t k0 = 0; k0 < j->k; k0 += kp) {
@@ -213,8 +212,8 @@ static void blas_item(const mm_job *j, int64_t t, float *scratch) {
             pack_rows(ap, kc, ak, j->dt, j->esize, j->m, kc, j->sam, j->sak);
         if (!vb.ok)
             pack_rows(bp, n, bk, j->dt, j->esize, kc, j->n, j->sbk, j->sbn);
-        cblas_sgemm(CblasRowMajor, va.ok ? va.trans : CblasNoTrans,
-                    vb.ok ? vb.trans : CblasNoTrans, m, n, kc, 1.0f,
+        j->sgemm(BP_CBLAS_ROW_MAJOR, va.ok ? va.trans : BP_CBLAS_NO_TRANS,
+                    vb.ok ? vb.trans : BP_CBLAS_NO_TRANS, m, n, kc, 1.0f,
                     va.ok ? (const float *)ak : ap, va.ok ? va.ld : kc,
                     vb.ok ? (const float *)bk : bp, vb.ok ? vb.ld : n, k0 ? 1.0f : 0.0f, cbuf,
                     ldc);
@@ -249,7 +248,6 @@ static bool blas_fits(const mm_job *j) {
     return j->m <= INT_MAX && j->n <= INT_MAX && j->k <= INT_MAX &&
            (double)j->m * (double)j->n <= (double)INT_MAX;
 }
-#endif
 
 /* ---- the kernel ---- */
 
@@ -296,16 +294,15 @@ static void matmul(const bp_kernel_call *call) {
     }
     j.mtiles = (j.m + MC - 1) / MC;
     j.ntiles = (j.n + NC - 1) / NC;
-#ifdef BP_HAVE_CBLAS
+    j.sgemm = bp_blas_sgemm();
     double work = (double)j.m * (double)j.n * (double)j.k;
-    if (blas_fits(&j)) {
+    if (j.sgemm && blas_fits(&j)) {
         if (j.items > 1 && work <= BLAS_SERIAL_WORK)
             bp_parallel_for(j.items, (int64_t)(1048576.0 / work) + 1, blas_range, &j);
         else
             blas_range(&j, 0, j.items);
         return;
     }
-#endif
     double tile_work = (double)(j.m < MC ? j.m : MC) * (double)(j.n < NC ? j.n : NC) * (double)j.k;
     bp_parallel_for(j.items * j.mtiles * j.ntiles, (int64_t)(1048576.0 / tile_work) + 1,
                     blocked_range, &j);
