@@ -286,7 +286,7 @@ static bp_status missing_kernel(const bp_op_record *op, const bp_op_call *call) 
         return bp_cpu_fallback(op, call);
     char have[128] = "";
     size_t used = 0;
-    uint32_t mask = bp_kernel_dtypes(call->op, device);
+    uint32_t mask = bp_kernel_dtypes(call->kernel.op, device);
     for (int dt = 0; dt < BP_DTYPE_COUNT && used < sizeof have; dt++)
         if (mask & BP_DTYPE_BIT(dt)) {
             int n = snprintf(have + used, sizeof have - used, "%s%s", used ? ", " : "",
@@ -295,7 +295,7 @@ static bp_status missing_kernel(const bp_op_record *op, const bp_op_call *call) 
         }
     return bp_set_error(BP_ERR_UNSUPPORTED, "no kernel for op '%s' on %s (device type '%s') with "
                         "dtype %s; dtypes with a kernel there: %s", op->name, device->name,
-                        device->backend->name, bp_dtype_name(call->dtype),
+                        device->backend->name, bp_dtype_name(call->kernel.dtype),
                         mask ? have : strcmp(device->backend->name, "cpu") != 0
                                           ? "none (set BP_CPU_FALLBACK=1 to run it on the cpu)"
                                       : bp_cpu_kernels_selective
@@ -304,92 +304,82 @@ static bp_status missing_kernel(const bp_op_record *op, const bp_op_call *call) 
                                           : "none");
 }
 
-enum { INLINE_TENSORS = 8 };
-
-/* Builds the kernel's call record and calls the kernel (or the hooks around it). */
+/* Completes the kernel's record (the caller filled the rest) and calls the kernel,
+ * or the hooks around it. */
 static inline bp_status launch(const bp_op_record *op, const bp_kernel_entry *kernel,
-                               const bp_op_call *call, bp_stream *stream,
-                               const bp_tensor_desc *const *descs, bool hooks) {
-    bp_kernel_call kc = {
-        .struct_size = sizeof kc,
-        .op = call->op,
-        .op_name = op->name,
-        .dtype = call->dtype,
-        .device = call->device->handle,
-        .stream = stream->handle,
-        .n_inputs = call->n_inputs,
-        .n_outputs = call->n_outputs,
-        .inputs = descs,
-        .outputs = descs + call->n_inputs,
-        .attrs = call->attrs,
-        .kernel_data = kernel->data,
-    };
+                               bp_op_call *call, bp_stream *stream, bool hooks) {
+    bp_kernel_call *kc = &call->kernel;
+    kc->struct_size = sizeof *kc;
+    kc->op_name = op->name;
+    kc->device = call->device->handle;
+    kc->stream = stream->handle;
+    kc->kernel_data = kernel->data;
     if (!hooks)
-        return kernel->fn(&kc);
-    bp_trace_note(op, call->device, call->dtype);
-    return bp_profile_launch(op, kernel, &kc, call, stream);
+        return kernel->fn(kc);
+    bp_trace_note(op, call->device, kc->dtype);
+    return bp_profile_launch(op, kernel, kc, call, stream);
+}
+
+/* Sets the error for a NULL descriptor array or entry; BP_OK when there is none. */
+static bp_status check_descriptors(const bp_op_record *op, const bp_kernel_call *kc) {
+    if ((kc->n_inputs && !kc->inputs) || (kc->n_outputs && !kc->outputs))
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_dispatch: %s: the %s array is NULL",
+                            op->name, kc->n_inputs && !kc->inputs ? "inputs" : "outputs");
+    for (int i = 0; i < kc->n_inputs + kc->n_outputs; i++) {
+        const bp_tensor_desc *d = i < kc->n_inputs ? kc->inputs[i] : kc->outputs[i - kc->n_inputs];
+        if (!d)
+            return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_dispatch: %s: the descriptor of "
+                                "tensor %d is NULL", op->name, i);
+    }
+    return BP_OK;
 }
 
 /* Everything off the fast path: argument errors, a missing kernel, the current stream,
- * more tensors than fit on the stack, and the trace/profile hooks. */
-static __attribute__((noinline, cold)) bp_status dispatch_slow(const bp_op_call *call) {
-    const bp_op_record *op = call ? bp_op_record_get(call->op) : NULL;
-    if (!op || !call->device || (unsigned)call->dtype >= BP_DTYPE_COUNT || call->n_inputs < 0 ||
-        call->n_outputs < 0)
-        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_dispatch: %s", !call ? "call is NULL"
-                            : !op ? "invalid op id" : !call->device ? "device is NULL"
-                            : "invalid dtype or tensor count");
+ * and the trace/profile hooks. */
+static __attribute__((noinline, cold)) bp_status dispatch_slow(bp_op_call *call) {
+    if (!call)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_dispatch: call is NULL");
+    const bp_kernel_call *kc = &call->kernel;
+    const bp_op_record *op = bp_op_record_get(kc->op);
+    if (!op || !call->device || (unsigned)kc->dtype >= BP_DTYPE_COUNT || kc->n_inputs < 0 ||
+        kc->n_outputs < 0)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_dispatch: %s", !op ? "invalid op id"
+                            : !call->device ? "device is NULL" : "invalid dtype or tensor count");
+    bp_status st = check_descriptors(op, kc);
+    if (st != BP_OK)
+        return st;
     bp_device *device = call->device;
     const bp_kernel_entry *kernel = atomic_load_explicit(
-        &op->kernels[device->backend->type_slot][call->dtype], memory_order_acquire);
+        &op->kernels[device->backend->type_slot][kc->dtype], memory_order_acquire);
     if (!kernel)
         return missing_kernel(op, call);
     bp_stream *stream = call->stream ? call->stream : bp_current_stream(device);
     if (!stream)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_dispatch: no stream for %s: %s",
                             device->name, bp_last_error());
-    int n = call->n_inputs + call->n_outputs;
-    const bp_tensor_desc **descs = malloc((n > 0 ? (size_t)n : 1) * sizeof *descs);
-    if (!descs)
-        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "bp_dispatch: out of memory for %d tensors", n);
-    for (int i = 0; i < n; i++) {
-        const bp_tensor *t = i < call->n_inputs ? call->inputs[i] : call->outputs[i - call->n_inputs];
-        if (!t) {
-            free(descs);
-            return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_dispatch: %s: tensor %d is NULL",
-                                op->name, i);
-        }
-        descs[i] = &t->desc;
-    }
-    bp_status st = launch(op, kernel, call, stream, descs, bp_dispatch_hooks != 0);
-    free(descs);
-    return st;
+    return launch(op, kernel, call, stream, bp_dispatch_hooks != 0);
 }
 
-bp_status bp_dispatch(const bp_op_call *call) {
-    /* The fast path: a valid call with its stream named, a kernel present, few
-     * tensors, no hooks. Anything else takes dispatch_slow, which also explains it. */
+bp_status bp_dispatch(bp_op_call *call) {
+    /* The fast path: a valid call with its stream named, a kernel present, no hooks.
+     * Anything else takes dispatch_slow, which also explains what is wrong. */
     if (__builtin_expect(!call || bp_dispatch_hooks || !call->stream || !call->device, 0))
         return dispatch_slow(call);
-    const bp_op_record *op = bp_op_record_get(call->op);
-    unsigned n_inputs = (unsigned)call->n_inputs, n_outputs = (unsigned)call->n_outputs;
-    if (__builtin_expect(!op || (unsigned)call->dtype >= BP_DTYPE_COUNT ||
-                             n_inputs + n_outputs > INLINE_TENSORS, 0))
+    const bp_kernel_call *kc = &call->kernel;
+    const bp_op_record *op = bp_op_record_get(kc->op);
+    if (__builtin_expect(!op || (unsigned)kc->dtype >= BP_DTYPE_COUNT || kc->n_inputs < 0 ||
+                             kc->n_outputs < 0 || (kc->n_inputs && !kc->inputs) ||
+                             (kc->n_outputs && !kc->outputs), 0))
         return dispatch_slow(call);
     const bp_kernel_entry *kernel = atomic_load_explicit(
-        &op->kernels[call->device->backend->type_slot][call->dtype], memory_order_acquire);
+        &op->kernels[call->device->backend->type_slot][kc->dtype], memory_order_acquire);
     if (__builtin_expect(!kernel, 0))
         return dispatch_slow(call);
-    const bp_tensor_desc *descs[INLINE_TENSORS];
-    for (unsigned i = 0; i < n_inputs; i++) {
-        if (__builtin_expect(!call->inputs[i], 0))
+    for (int i = 0; i < kc->n_inputs; i++)
+        if (__builtin_expect(!kc->inputs[i], 0))
             return dispatch_slow(call);
-        descs[i] = &call->inputs[i]->desc;
-    }
-    for (unsigned i = 0; i < n_outputs; i++) {
-        if (__builtin_expect(!call->outputs[i], 0))
+    for (int i = 0; i < kc->n_outputs; i++)
+        if (__builtin_expect(!kc->outputs[i], 0))
             return dispatch_slow(call);
-        descs[n_inputs + i] = &call->outputs[i]->desc;
-    }
-    return launch(op, kernel, call, call->stream, descs, false);
+    return launch(op, kernel, call, call->stream, false);
 }

@@ -177,6 +177,10 @@ BP_INTERNAL bp_status bp_tensor_make_view(bp_storage *storage, bp_dtype dtype, i
 /* Marks the tensor's storage as used by `stream` (bp_memory_record_stream) when that
  * is not the stream it was allocated for, so its memory is not reused too early. */
 BP_INTERNAL bp_status bp_tensor_note_stream(const bp_tensor *tensor, bp_stream *stream);
+/* The tensor whose desc member `desc` is (a descriptor from bp_tensor_kernel_desc). */
+static inline bp_tensor *bp_tensor_of_desc(const bp_tensor_desc *desc) {
+    return (bp_tensor *)((const char *)desc - offsetof(struct bp_tensor, desc));
+}
 /* Fills a kernel's view of the tensor (bp_tensor_make_view stores it in t->desc). */
 BP_INTERNAL void bp_tensor_describe(const bp_tensor *tensor, bp_tensor_desc *desc);
 

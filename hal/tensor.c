@@ -136,6 +136,10 @@ bp_status bp_tensor_note_stream(const bp_tensor *tensor, bp_stream *stream) {
 }
 
 /* The kernel's view: data points at the first element, NULL without elements. */
+const bp_tensor_desc *bp_tensor_kernel_desc(const bp_tensor *tensor) {
+    return tensor ? &tensor->desc : NULL;
+}
+
 void bp_tensor_describe(const bp_tensor *tensor, bp_tensor_desc *desc) {
     memset(desc, 0, sizeof *desc);
     desc->data = bp_tensor_data(tensor);

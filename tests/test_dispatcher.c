@@ -63,8 +63,11 @@ static bp_tensor *cpu_tensor(bp_dtype dtype, int ndim, const int64_t *shape) {
 static bp_status dispatch_simple(bp_op_id op, bp_dtype dtype) {
     const int64_t shape[1] = {4};
     bp_tensor *in = cpu_tensor(dtype, 1, shape), *out = cpu_tensor(dtype, 1, shape);
-    bp_op_call call = {.op = op, .dtype = dtype, .device = bp_test_cpu(), .n_inputs = 1,
-                       .n_outputs = 1, .inputs = &in, .outputs = &out};
+    const bp_tensor_desc *ins[1] = {bp_tensor_kernel_desc(in)};
+    const bp_tensor_desc *outs[1] = {bp_tensor_kernel_desc(out)};
+    bp_op_call call = {.kernel = {.op = op, .dtype = dtype, .n_inputs = 1, .n_outputs = 1,
+                                  .inputs = ins, .outputs = outs},
+                       .device = bp_test_cpu()};
     bp_status st = bp_dispatch(&call);
     bp_tensor_release(in);
     bp_tensor_release(out);
@@ -137,8 +140,11 @@ static void trace_child(void *arg) {
     bp_tensor *in = NULL, *out = NULL;
     CHILD_CHECK(bp_tensor_empty(td, BP_DTYPE_F32, 1, shape, &in) == BP_OK);
     CHILD_CHECK(bp_tensor_empty(td, BP_DTYPE_F32, 1, shape, &out) == BP_OK);
-    bp_op_call call = {.op = op, .dtype = BP_DTYPE_F32, .device = td, .n_inputs = 1,
-                       .n_outputs = 1, .inputs = &in, .outputs = &out};
+    const bp_tensor_desc *ins[1] = {bp_tensor_kernel_desc(in)};
+    const bp_tensor_desc *outs[1] = {bp_tensor_kernel_desc(out)};
+    bp_op_call call = {.kernel = {.op = op, .dtype = BP_DTYPE_F32, .n_inputs = 1,
+                                  .n_outputs = 1, .inputs = ins, .outputs = outs},
+                       .device = td};
     CHILD_CHECK(bp_dispatch(&call) == BP_OK);
     /* No kernel: a failed dispatch is not a use. */
     CHILD_CHECK(dispatch_simple(op, BP_DTYPE_BF16) == BP_ERR_UNSUPPORTED);
@@ -231,14 +237,18 @@ static void profile_child(void *arg) {
     CHILD_CHECK(bp_tensor_empty(cpu, BP_DTYPE_F32, 2, a_shape, &a) == BP_OK);
     CHILD_CHECK(bp_tensor_empty(cpu, BP_DTYPE_F32, 1, b_shape, &b) == BP_OK);
     CHILD_CHECK(bp_tensor_empty(td, BP_DTYPE_I8, 1, b_shape, &c) == BP_OK);
-    bp_op_call on_cpu = {.op = op, .dtype = BP_DTYPE_F32, .device = cpu, .n_inputs = 1,
-                         .n_outputs = 1, .inputs = &a, .outputs = &b};
+    const bp_tensor_desc *ad[1] = {bp_tensor_kernel_desc(a)}, *bd[1] = {bp_tensor_kernel_desc(b)};
+    const bp_tensor_desc *cd[1] = {bp_tensor_kernel_desc(c)};
+    bp_op_call on_cpu = {.kernel = {.op = op, .dtype = BP_DTYPE_F32, .n_inputs = 1,
+                                    .n_outputs = 1, .inputs = ad, .outputs = bd},
+                         .device = cpu};
     for (int i = 0; i < PROFILED_CALLS; i++) {
         on_cpu.stream = i % 2 ? side : NULL;
         CHILD_CHECK(bp_dispatch(&on_cpu) == BP_OK);
     }
-    bp_op_call on_td = {.op = op, .dtype = BP_DTYPE_I8, .device = td, .n_inputs = 1,
-                        .n_outputs = 1, .inputs = &c, .outputs = &c};
+    bp_op_call on_td = {.kernel = {.op = op, .dtype = BP_DTYPE_I8, .n_inputs = 1,
+                                   .n_outputs = 1, .inputs = cd, .outputs = cd},
+                        .device = td};
     CHILD_CHECK(bp_dispatch(&on_td) == BP_OK);
     CHILD_CHECK(atomic_load(&calls) == PROFILED_CALLS + 1);
     /* A forked child that dispatches and exits adds nothing to the file. */
@@ -458,10 +468,13 @@ static void test_dispatch_call_record(void **state) {
     bp_tensor *a = cpu_tensor(BP_DTYPE_F32, 2, shape), *base = cpu_tensor(BP_DTYPE_F32, 2, shape);
     bp_tensor *t = NULL, *out = cpu_tensor(BP_DTYPE_F32, 2, shape);
     BP_ASSERT_OK(bp_tensor_transpose(base, 0, 1, &t)); /* [3, 2], strides [1, 3] */
-    bp_tensor *inputs[2] = {a, t};
+    const bp_tensor_desc *inputs[2] = {bp_tensor_kernel_desc(a), bp_tensor_kernel_desc(t)};
+    const bp_tensor_desc *outputs[1] = {bp_tensor_kernel_desc(out)};
     test_attrs attrs = {.mode = 7, .gain = 0.5f};
-    bp_op_call call = {.op = op, .dtype = BP_DTYPE_F32, .device = bp_test_cpu(), .n_inputs = 2,
-                       .n_outputs = 1, .inputs = inputs, .outputs = &out, .attrs = &attrs};
+    bp_op_call call = {.kernel = {.op = op, .dtype = BP_DTYPE_F32, .n_inputs = 2,
+                                  .n_outputs = 1, .inputs = inputs, .outputs = outputs,
+                                  .attrs = &attrs},
+                       .device = bp_test_cpu()};
     memset(&seen, 0, sizeof seen);
     BP_ASSERT_OK(bp_dispatch(&call));
 
@@ -497,7 +510,7 @@ static void test_dispatch_call_record(void **state) {
     BP_ASSERT_OK(bp_stream_create(bp_test_cpu(), 0, &side));
     BP_ASSERT_OK(bp_stream_default(bp_test_cpu(), &dflt));
     void *default_handle = seen.call.stream;
-    call.attrs = NULL;
+    call.kernel.attrs = NULL;
     call.stream = side;
     BP_ASSERT_OK(bp_dispatch(&call));
     assert_false(seen.had_attrs);
@@ -505,12 +518,12 @@ static void test_dispatch_call_record(void **state) {
     assert_ptr_not_equal(seen.call.stream, default_handle);
     BP_ASSERT_OK(bp_stream_destroy(side));
 
-    /* More tensors than the dispatcher keeps inline. */
-    bp_tensor *many[12];
+    /* Many tensors, and the current stream resolved by the dispatcher. */
+    const bp_tensor_desc *many[12];
     for (int i = 0; i < 12; i++)
-        many[i] = a;
-    call.n_inputs = 11;
-    call.inputs = many;
+        many[i] = bp_tensor_kernel_desc(a);
+    call.kernel.n_inputs = 11;
+    call.kernel.inputs = many;
     call.stream = NULL;
     BP_ASSERT_OK(bp_dispatch(&call));
     assert_int_equal(seen.call.n_inputs, 11);
@@ -525,14 +538,31 @@ static void test_dispatch_call_record(void **state) {
 static void test_dispatch_bad_calls(void **state) {
     (void)state;
     BP_ASSERT_ERR(bp_dispatch(NULL), BP_ERR_INVALID_ARGUMENT, "call is NULL");
-    bp_op_call call = {.op = 1 << 20, .dtype = BP_DTYPE_F32, .device = bp_test_cpu()};
+    bp_op_call call = {.kernel = {.op = 1 << 20, .dtype = BP_DTYPE_F32}, .device = bp_test_cpu()};
     BP_ASSERT_ERR(bp_dispatch(&call), BP_ERR_INVALID_ARGUMENT, "invalid op id");
-    BP_ASSERT_OK(bp_op_find("add", &call.op));
+    BP_ASSERT_OK(bp_op_find("add", &call.kernel.op));
     call.device = NULL;
     BP_ASSERT_ERR(bp_dispatch(&call), BP_ERR_INVALID_ARGUMENT, "device is NULL");
     call.device = bp_test_cpu();
-    call.dtype = (bp_dtype)-1;
+    call.kernel.dtype = (bp_dtype)-1;
     BP_ASSERT_ERR(bp_dispatch(&call), BP_ERR_INVALID_ARGUMENT, "invalid dtype");
+    call.kernel.dtype = BP_DTYPE_F32;
+    call.kernel.n_inputs = -1;
+    BP_ASSERT_ERR(bp_dispatch(&call), BP_ERR_INVALID_ARGUMENT, "tensor count");
+    /* NULL descriptors: an array missing, or one entry of it, named by index. */
+    call.kernel.n_inputs = 2;
+    call.kernel.n_outputs = 1;
+    BP_ASSERT_ERR(bp_dispatch(&call), BP_ERR_INVALID_ARGUMENT, "add: the inputs array is NULL");
+    const int64_t shape[1] = {3};
+    bp_tensor *a = cpu_tensor(BP_DTYPE_F32, 1, shape);
+    const bp_tensor_desc *ins[2] = {bp_tensor_kernel_desc(a), NULL};
+    const bp_tensor_desc *outs[1] = {bp_tensor_kernel_desc(a)};
+    call.kernel.inputs = ins;
+    call.kernel.outputs = outs;
+    BP_ASSERT_ERR(bp_dispatch(&call), BP_ERR_INVALID_ARGUMENT,
+                  "add: the descriptor of tensor 1 is NULL");
+    assert_null(bp_tensor_kernel_desc(NULL));
+    bp_tensor_release(a);
 }
 
 static void test_missing_kernel_message(void **state) {

@@ -5,7 +5,8 @@
  * Defines an op, registers a kernel for cpu that only counts its calls, and times N
  * calls of it two ways with one input and one output tensor: (a) directly through a
  * function pointer with a prepared bp_kernel_call, (b) through bp_dispatch with a
- * prepared bp_op_call naming the stream (as the ops do). Each variant runs R times
+ * prepared bp_op_call naming the stream (as the ops do: they fill the kernel's record
+ * while checking the arguments, and the dispatcher completes it). Each variant runs R times
  * and the fastest run counts. The difference is the dispatcher's cost per call: table
  * lookup, stream, tensor descriptors, the call record, the hooks branch.
  * scripts/bench-dispatch-callgrind.sh counts it in instructions with --only. */
@@ -88,15 +89,6 @@ static int parse_options(int argc, char **argv, options *o) {
     return 0;
 }
 
-static void describe(const bp_tensor *t, bp_tensor_desc *d) {
-    *d = (bp_tensor_desc){.data = bp_tensor_data(t), .dtype = bp_tensor_dtype(t),
-                          .ndim = bp_tensor_ndim(t)};
-    for (int i = 0; i < d->ndim; i++) {
-        d->shape[i] = bp_tensor_size(t, i);
-        d->strides[i] = bp_tensor_stride(t, i);
-    }
-}
-
 static bp_status run_direct(const bp_kernel_call *kc, uint64_t n) {
     bp_status st = BP_OK;
     for (uint64_t i = 0; i < n; i++)
@@ -104,7 +96,7 @@ static bp_status run_direct(const bp_kernel_call *kc, uint64_t n) {
     return st;
 }
 
-static bp_status run_dispatch(const bp_op_call *call, uint64_t n) {
+static bp_status run_dispatch(bp_op_call *call, uint64_t n) {
     for (uint64_t i = 0; i < n; i++) {
         bp_status st = bp_dispatch(call);
         if (st != BP_OK)
@@ -114,7 +106,7 @@ static bp_status run_dispatch(const bp_op_call *call, uint64_t n) {
 }
 
 /* Fastest of `repeat` timed runs of n calls, in ns per call; negative on failure. */
-static double best_ns(const options *o, const bp_kernel_call *kc, const bp_op_call *call) {
+static double best_ns(const options *o, const bp_kernel_call *kc, bp_op_call *call) {
     bp_status st = kc ? run_direct(kc, WARMUP_CALLS) : run_dispatch(call, WARMUP_CALLS);
     double best = -1;
     for (uint64_t r = 0; r < o->repeat && st == BP_OK; r++) {
@@ -184,18 +176,18 @@ int bp_bench_dispatch_run(int argc, char **argv) {
         goto done;
     }
 
-    bp_tensor_desc descs[2];
-    describe(in, &descs[0]);
-    describe(out, &descs[1]);
-    const bp_tensor_desc *in_desc = &descs[0], *out_desc = &descs[1];
+    const bp_tensor_desc *in_desc = bp_tensor_kernel_desc(in);
+    const bp_tensor_desc *out_desc = bp_tensor_kernel_desc(out);
     const bp_kernel_call kc = {
         .struct_size = sizeof kc, .op = op, .op_name = OP_NAME, .dtype = BP_DTYPE_F32,
         .n_inputs = 1, .n_outputs = 1, .inputs = &in_desc, .outputs = &out_desc,
         .kernel_data = &calls,
     };
-    const bp_op_call call = {
-        .op = op, .dtype = BP_DTYPE_F32, .device = dev, .stream = stream,
-        .n_inputs = 1, .n_outputs = 1, .inputs = &in, .outputs = &out,
+    bp_op_call call = {
+        .kernel = {.op = op, .dtype = BP_DTYPE_F32, .n_inputs = 1, .n_outputs = 1,
+                   .inputs = &in_desc, .outputs = &out_desc},
+        .device = dev,
+        .stream = stream,
     };
     double direct = o.direct ? best_ns(&o, &kc, NULL) : 0;
     double dispatch = o.dispatch ? best_ns(&o, NULL, &call) : 0;

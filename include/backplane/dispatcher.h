@@ -38,24 +38,29 @@ BP_API bp_status bp_kernel_register(const char *device_type, const char *op_name
 /** The dtypes that have a kernel of `op` on `device`, as BP_DTYPE_BIT() mask. */
 BP_API uint32_t bp_kernel_dtypes(bp_op_id op, const bp_device *device);
 
-/** One op call: what bp_dispatch routes. */
+/** A tensor's descriptor as kernels see it, for building a bp_op_call; valid as long
+ *  as the tensor. NULL for a NULL tensor. */
+BP_API const bp_tensor_desc *bp_tensor_kernel_desc(const bp_tensor *tensor);
+
+/** One op call: the record its kernel will receive, and where to run it. The caller
+ *  fills kernel.op, kernel.dtype (selects the kernel, normally the inputs' dtype),
+ *  kernel.n_inputs, kernel.n_outputs, kernel.inputs and kernel.outputs (descriptors
+ *  from bp_tensor_kernel_desc) and kernel.attrs (the op's attribute struct, or NULL);
+ *  bp_dispatch fills in the rest (struct_size, op_name, device, stream, kernel_data),
+ *  so a record serves one call at a time. Every tensor lives on `device`. */
 typedef struct bp_op_call {
-    bp_op_id op;
-    bp_dtype dtype;              /**< selects the kernel (normally the inputs' dtype) */
-    bp_device *device;           /**< where every tensor lives */
-    bp_stream *stream;           /**< NULL: the thread's current stream of device */
-    int32_t n_inputs;
-    int32_t n_outputs;
-    bp_tensor *const *inputs;
-    bp_tensor *const *outputs;
-    const void *attrs;           /**< the op's attribute struct, or NULL */
+    bp_kernel_call kernel;
+    bp_device *device;
+    bp_stream *stream; /**< NULL: the thread's current stream of device */
 } bp_op_call;
 
-/** Routes a call to its kernel. The caller has validated it (the ops of
- *  <backplane/ops.h> do). Errors: BP_ERR_UNSUPPORTED when no kernel exists for
- *  (op, device type, dtype), naming them and listing the dtypes that do exist on that
- *  device, unless the CPU fallback is on; the kernel's own errors. */
-BP_API bp_status bp_dispatch(const bp_op_call *call);
+/** Routes a call to its kernel. The caller has validated the arguments (the ops of
+ *  <backplane/ops.h> do); bp_dispatch checks only what it needs to route safely.
+ *  Errors: BP_ERR_INVALID_ARGUMENT (bad op id, dtype, counts, a NULL descriptor or
+ *  device); BP_ERR_UNSUPPORTED when no kernel exists for (op, device type, dtype),
+ *  naming them and listing the dtypes that do exist on that device, unless the CPU
+ *  fallback is on; the kernel's own errors. */
+BP_API bp_status bp_dispatch(bp_op_call *call);
 
 /** Turns the CPU fallback on or off for the process (initially BP_CPU_FALLBACK=1 or
  *  off): an op without a kernel on a device then copies its inputs to the cpu, runs
