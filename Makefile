@@ -33,8 +33,12 @@ test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure -j $(JOBS)
 
+# Benchmarks (not tests): allocator, dispatch, op throughput; instruction counts with
+# scripts/bench-callgrind.sh and scripts/bench-dispatch-callgrind.sh.
 bench: build
 	$(BUILD_DIR)/bin/bp-bench alloc
+	$(BUILD_DIR)/bin/bp-bench dispatch
+	$(BUILD_DIR)/bin/bp-bench ops
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR)
