@@ -360,20 +360,28 @@ static __attribute__((noinline, cold)) bp_status dispatch_slow(bp_op_call *call)
     return launch(op, kernel, call, stream, bp_dispatch_hooks != 0);
 }
 
+bp_status bp_dispatch_checked(bp_op_call *call) {
+    if (__builtin_expect(bp_dispatch_hooks != 0, 0))
+        return dispatch_slow(call);
+    const bp_op_record *op = op_table[call->kernel.op];
+    const bp_kernel_entry *kernel = atomic_load_explicit(
+        &op->kernels[call->device->backend->type_slot][call->kernel.dtype],
+        memory_order_acquire);
+    if (__builtin_expect(!kernel, 0))
+        return dispatch_slow(call);
+    return launch(op, kernel, call, call->stream, false);
+}
+
 bp_status bp_dispatch(bp_op_call *call) {
-    /* The fast path: a valid call with its stream named, a kernel present, no hooks.
-     * Anything else takes dispatch_slow, which also explains what is wrong. */
-    if (__builtin_expect(!call || bp_dispatch_hooks || !call->stream || !call->device, 0))
+    /* The record comes from anywhere: check what routing it safely needs, then take the
+     * same path as the ops. Anything unusual goes to dispatch_slow, which also explains
+     * what is wrong. */
+    if (__builtin_expect(!call || !call->stream || !call->device, 0))
         return dispatch_slow(call);
     const bp_kernel_call *kc = &call->kernel;
-    const bp_op_record *op = bp_op_record_get(kc->op);
-    if (__builtin_expect(!op || (unsigned)kc->dtype >= BP_DTYPE_COUNT || kc->n_inputs < 0 ||
-                             kc->n_outputs < 0 || (kc->n_inputs && !kc->inputs) ||
-                             (kc->n_outputs && !kc->outputs), 0))
-        return dispatch_slow(call);
-    const bp_kernel_entry *kernel = atomic_load_explicit(
-        &op->kernels[call->device->backend->type_slot][kc->dtype], memory_order_acquire);
-    if (__builtin_expect(!kernel, 0))
+    if (__builtin_expect(!bp_op_record_get(kc->op) || (unsigned)kc->dtype >= BP_DTYPE_COUNT ||
+                             kc->n_inputs < 0 || kc->n_outputs < 0 ||
+                             (kc->n_inputs && !kc->inputs) || (kc->n_outputs && !kc->outputs), 0))
         return dispatch_slow(call);
     for (int i = 0; i < kc->n_inputs; i++)
         if (__builtin_expect(!kc->inputs[i], 0))
@@ -381,5 +389,5 @@ bp_status bp_dispatch(bp_op_call *call) {
     for (int i = 0; i < kc->n_outputs; i++)
         if (__builtin_expect(!kc->outputs[i], 0))
             return dispatch_slow(call);
-    return launch(op, kernel, call, call->stream, false);
+    return bp_dispatch_checked(call);
 }

@@ -42,6 +42,10 @@ BP_INTERNAL bp_status bp_host_register_kernel(const char *backend_name, const ch
  * defined during it. */
 BP_INTERNAL bp_status bp_op_define_builtin(const char *name, size_t attrs_size,
                                            bp_op_id *out_op);
+/* bp_dispatch for a record whose op id, dtype, counts, descriptors, device and stream
+ * are known to be valid (the ops check all of it before they dispatch): the same
+ * routing without the checks. Validation happens once. */
+BP_INTERNAL bp_status bp_dispatch_checked(bp_op_call *call);
 /* The record of a valid op id, else NULL. */
 BP_INTERNAL const bp_op_record *bp_op_record_get(bp_op_id op);
 

