@@ -19,8 +19,6 @@ bp_device *bp_current_device(void) {
     return device;
 }
 
-bp_stream *bp_guard_thread_stream(const bp_device *device) { return tls_stream[device->ordinal]; }
-
 bp_stream *bp_current_stream(bp_device *device) {
     if (!device)
         return NULL;

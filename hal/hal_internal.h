@@ -181,17 +181,5 @@ BP_INTERNAL bp_status bp_tensor_note_stream(const bp_tensor *tensor, bp_stream *
 static inline bp_tensor *bp_tensor_of_desc(const bp_tensor_desc *desc) {
     return (bp_tensor *)((const char *)desc - offsetof(struct bp_tensor, desc));
 }
-/* Fills a kernel's view of the tensor (bp_tensor_make_view stores it in t->desc). */
-BP_INTERNAL void bp_tensor_describe(const bp_tensor *tensor, bp_tensor_desc *desc);
-
-/* True when the vtable struct of a plugin is large enough to hold `field` and the
- * field is set (fields appended in later minor versions). */
-#define BP_VTABLE_HAS(vt, type, field)                                                     \
-    ((vt)->struct_size >= offsetof(type, field) + sizeof((vt)->field) && (vt)->field)
-
-/* ---- current device / stream (guard.c) ---- */
-
-/* This thread's current stream for `device`, or NULL when none was set. */
-BP_INTERNAL bp_stream *bp_guard_thread_stream(const bp_device *device);
 
 #endif

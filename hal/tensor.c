@@ -96,6 +96,18 @@ static bp_status check_shape(const char *fn, int ndim, const int64_t *shape, int
 
 /* ---- internal API ---- */
 
+/* What kernels see of the tensor: data at its first element, NULL without elements. */
+static void describe(const bp_tensor *tensor, bp_tensor_desc *desc) {
+    memset(desc, 0, sizeof *desc);
+    desc->data = bp_tensor_data(tensor);
+    desc->dtype = tensor->dtype;
+    desc->ndim = tensor->ndim;
+    for (int d = 0; d < tensor->ndim; d++) {
+        desc->shape[d] = tensor->shape[d];
+        desc->strides[d] = tensor->strides[d];
+    }
+}
+
 /* A new header over `storage` (retained), with its kernel descriptor filled. */
 bp_status bp_tensor_make_view(bp_storage *storage, bp_dtype dtype, int ndim, const int64_t *shape,
                               const int64_t *strides, int64_t offset, bp_tensor **out_tensor) {
@@ -117,7 +129,7 @@ bp_status bp_tensor_make_view(bp_storage *storage, bp_dtype dtype, int ndim, con
         t->strides[d] = strides[d];
     }
     t->offset = offset;
-    bp_tensor_describe(t, &t->desc);
+    describe(t, &t->desc);
     *out_tensor = t;
     return BP_OK;
 }
@@ -138,17 +150,6 @@ bp_status bp_tensor_note_stream(const bp_tensor *tensor, bp_stream *stream) {
 /* The kernel's view: data points at the first element, NULL without elements. */
 const bp_tensor_desc *bp_tensor_kernel_desc(const bp_tensor *tensor) {
     return tensor ? &tensor->desc : NULL;
-}
-
-void bp_tensor_describe(const bp_tensor *tensor, bp_tensor_desc *desc) {
-    memset(desc, 0, sizeof *desc);
-    desc->data = bp_tensor_data(tensor);
-    desc->dtype = tensor->dtype;
-    desc->ndim = tensor->ndim;
-    for (int d = 0; d < tensor->ndim; d++) {
-        desc->shape[d] = tensor->shape[d];
-        desc->strides[d] = tensor->strides[d];
-    }
 }
 
 /* ---- creation ---- */
