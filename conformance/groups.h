@@ -1,0 +1,17 @@
+/* The conformance groups, in the order they run. Each is defined in group_<name>.c. */
+#ifndef BP_CONF_GROUPS_H
+#define BP_CONF_GROUPS_H
+
+#define BP_CONF_GROUPS(X) \
+    X(abi)                \
+    X(device)             \
+    X(memory)             \
+    X(streams)            \
+    X(events)             \
+    X(guards)             \
+    X(allocator)          \
+    X(ops)                \
+    X(threading)          \
+    X(errors)
+
+#endif
