@@ -1,9 +1,294 @@
-/* Conformance group "abi": (being written). */
+/* Conformance group "abi": the plugin's descriptor as the host reads it, and how the
+ * loader lists the backend. The descriptor tests open the plugin file themselves
+ * (dlopen of a loaded library returns the same copy) and read what its entry returns;
+ * a built-in backend has no file, and those tests skip. */
+#include <dlfcn.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <backplane/plugin.h>
+
 #include "conformance.h"
+
+/* The plugin library, opened for the test; dlclose'd by the caller. */
+typedef struct plugin_file {
+    void *dl;
+    bp_plugin_entry_fn entry;
+} plugin_file;
+
+/* Opens bp_conf.plugin_path and finds its entry, or skips when there is no file. */
+static plugin_file open_plugin(void) {
+    if (!bp_conf.plugin_path)
+        BP_CONF_SKIP("backend '%s' is built in: it has no plugin file to inspect",
+                     bp_conf.props.backend_name);
+    plugin_file f = {0};
+    f.dl = dlopen(bp_conf.plugin_path, RTLD_NOW | RTLD_LOCAL);
+    if (!f.dl)
+        fail_msg("dlopen(\"%s\", RTLD_NOW | RTLD_LOCAL) failed: %s", bp_conf.plugin_path,
+                 dlerror());
+    void *sym = dlsym(f.dl, BP_PLUGIN_ENTRY_SYMBOL);
+    if (!sym)
+        fail_msg("%s does not export %s", bp_conf.plugin_path, BP_PLUGIN_ENTRY_SYMBOL);
+    /* POSIX allows converting a dlsym result to a function pointer. */
+    memcpy(&f.entry, &sym, sizeof f.entry);
+    return f;
+}
+
+/* [a-z][a-z0-9_]*, at most 31 characters. */
+static bool valid_name(const char *s) {
+    size_t len = strnlen(s, BP_PLUGIN_NAME_MAX + 1);
+    if (len == 0 || len > BP_PLUGIN_NAME_MAX || s[0] < 'a' || s[0] > 'z')
+        return false;
+    for (size_t i = 1; i < len; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+            return false;
+    return true;
+}
+
+/* ---- descriptor_fields ---- */
+
+static void expect_table_size(const void *table, size_t min, const char *what) {
+    if (!table)
+        fail_msg("descriptor's %s vtable is NULL", what);
+    uint32_t size = *(const uint32_t *)table;
+    if (size < min)
+        fail_msg("%s vtable struct_size is %u, the ABI 1.0 layout needs at least %zu", what, size,
+                 min);
+}
+
+#define EXPECT_FN(table, fn)                                                                 \
+    do {                                                                                     \
+        if (!(table)->fn)                                                                    \
+            fail_msg("required function " #table "->" #fn " is NULL");                       \
+    } while (0)
+
+/* The name and the aliases: well-formed, the name the device reports, no duplicates. */
+static void expect_names(const bp_plugin_descriptor *d) {
+    if (!d->name)
+        fail_msg("descriptor name is NULL");
+    if (!valid_name(d->name))
+        fail_msg("descriptor name '%.40s' does not match [a-z][a-z0-9_]* of at most %d characters",
+                 d->name, BP_PLUGIN_NAME_MAX);
+    if (strcmp(d->name, bp_conf.props.type) != 0)
+        fail_msg("descriptor name '%s' differs from the device's type '%s'", d->name,
+                 bp_conf.props.type);
+    if (!d->version || !d->version[0])
+        fail_msg("descriptor version is %s", d->version ? "empty" : "NULL");
+    if (!d->aliases)
+        return;
+    int n = 0;
+    for (const char *const *a = d->aliases; *a; a++, n++) {
+        if (n >= 16)
+            fail_msg("more than 16 aliases: is the list NULL-terminated?");
+        if (!valid_name(*a))
+            fail_msg("alias '%.40s' does not match [a-z][a-z0-9_]* of at most %d characters", *a,
+                     BP_PLUGIN_NAME_MAX);
+        if (strcasecmp(*a, d->name) == 0)
+            fail_msg("alias '%s' repeats the backend's name", *a);
+        for (const char *const *b = d->aliases; b < a; b++)
+            if (strcasecmp(*a, *b) == 0)
+                fail_msg("alias '%s' is listed twice", *a);
+    }
+}
+
+static void expect_tables(const bp_plugin_descriptor *d) {
+    uint32_t caps = bp_conf.props.capabilities;
+    if (!d->init)
+        fail_msg("required function init is NULL");
+
+    expect_table_size(d->device, BP_DEVICE_VTABLE_SIZE_1_0, "device");
+    EXPECT_FN(d->device, count);
+    EXPECT_FN(d->device, get_props);
+    EXPECT_FN(d->device, open);
+    EXPECT_FN(d->device, close);
+    EXPECT_FN(d->device, mem_info);
+    EXPECT_FN(d->device, synchronize);
+
+    expect_table_size(d->stream, BP_STREAM_VTABLE_SIZE_1_0, "stream");
+    EXPECT_FN(d->stream, create);
+    EXPECT_FN(d->stream, destroy);
+    EXPECT_FN(d->stream, synchronize);
+    EXPECT_FN(d->stream, query);
+    EXPECT_FN(d->stream, wait_event);
+
+    expect_table_size(d->event, BP_EVENT_VTABLE_SIZE_1_0, "event");
+    EXPECT_FN(d->event, create);
+    EXPECT_FN(d->event, destroy);
+    EXPECT_FN(d->event, record);
+    EXPECT_FN(d->event, query);
+    EXPECT_FN(d->event, synchronize);
+    if (caps & BP_CAP_TIMED_EVENTS)
+        EXPECT_FN(d->event, elapsed_ms);
+
+    expect_table_size(d->memory, BP_MEMORY_VTABLE_SIZE_1_0, "memory");
+    EXPECT_FN(d->memory, alloc);
+    EXPECT_FN(d->memory, free);
+    EXPECT_FN(d->memory, copy_async);
+    EXPECT_FN(d->memory, memset_async);
+    if (caps & BP_CAP_PEER_COPY)
+        EXPECT_FN(d->memory, copy_peer_async);
+    if (!d->memory->host_alloc != !d->memory->host_free)
+        fail_msg("memory->host_alloc and memory->host_free must be both set or both NULL");
+    if (caps & BP_CAP_PINNED_HOST) {
+        EXPECT_FN(d->memory, host_alloc);
+        EXPECT_FN(d->memory, host_free);
+    }
+
+    if (d->guard) {
+        expect_table_size(d->guard, BP_GUARD_VTABLE_SIZE_1_0, "guard");
+        EXPECT_FN(d->guard, set_current);
+    }
+    /* Reserved for region execution: NULL unless the backend claims the capability. */
+    if (d->region && !(caps & BP_CAP_REGIONS))
+        fail_msg("descriptor region is set but the device does not report BP_CAP_REGIONS (the "
+                 "field is reserved: NULL)");
+}
+
+static void test_descriptor_fields(void **state) {
+    plugin_file f = open_plugin();
+    const bp_plugin_descriptor *d = f.entry();
+    if (!d)
+        fail_msg("%s() returned NULL", BP_PLUGIN_ENTRY_SYMBOL);
+    if (d->struct_size < BP_PLUGIN_DESCRIPTOR_SIZE_1_0)
+        fail_msg("descriptor struct_size is %u, the ABI 1.0 layout needs at least %zu",
+                 d->struct_size, BP_PLUGIN_DESCRIPTOR_SIZE_1_0);
+    if (d->abi_major != BP_PLUGIN_ABI_MAJOR)
+        fail_msg("descriptor abi_major is %u, this host's is %d", d->abi_major,
+                 BP_PLUGIN_ABI_MAJOR);
+    print_message("plugin %s: ABI %u.%u (this suite: %d.%d), version '%s', struct_size %u\n",
+                  d->name ? d->name : "(null)", d->abi_major, d->abi_minor, BP_PLUGIN_ABI_MAJOR,
+                  BP_PLUGIN_ABI_MINOR, d->version ? d->version : "(null)", d->struct_size);
+    if (d->abi_minor > BP_PLUGIN_ABI_MINOR)
+        print_message("note: the plugin is built against a newer minor than this suite knows; "
+                      "fields past ABI %d.%d are not checked\n", BP_PLUGIN_ABI_MAJOR,
+                      BP_PLUGIN_ABI_MINOR);
+    expect_names(d);
+    expect_tables(d);
+    dlclose(f.dl);
+}
+
+/* ---- entry_is_stable ---- */
+
+static void test_entry_is_stable(void **state) {
+    plugin_file f = open_plugin();
+    const bp_plugin_descriptor *first = f.entry(), *second = f.entry();
+    if (!first || first != second)
+        fail_msg("%s() returned %p, then %p: it must return the same static descriptor",
+                 BP_PLUGIN_ENTRY_SYMBOL, (const void *)first, (const void *)second);
+    plugin_file g = open_plugin();
+    if (g.entry() != first)
+        fail_msg("a second dlopen of the plugin returned another descriptor");
+    dlclose(g.dl);
+    dlclose(f.dl);
+}
+
+/* ---- plugin_listed ---- */
+
+/* Whether two paths name one file. */
+static bool same_file(const char *a, const char *b) {
+    char *ra = realpath(a, NULL), *rb = realpath(b, NULL);
+    bool same = ra && rb && strcmp(ra, rb) == 0;
+    free(ra);
+    free(rb);
+    return same;
+}
+
+static void test_plugin_listed(void **state) {
+    const char *type = bp_conf.props.type;
+    int n = bp_plugin_count();
+    int found = -1;
+    bp_plugin_info info;
+    for (int i = 0; i < n && found < 0; i++) {
+        memset(&info, 0, sizeof info);
+        info.struct_size = sizeof info;
+        BP_CONF_OK(bp_plugin_get_info(i, &info));
+        if (strcmp(info.name, type) == 0 &&
+            (info.state == BP_PLUGIN_LOADED || info.state == BP_PLUGIN_BUILTIN))
+            found = i;
+    }
+    if (found < 0)
+        fail_msg("no loaded or built-in plugin named '%s' among the %d listed", type, n);
+    if (info.state == BP_PLUGIN_BUILTIN && bp_conf.plugin_path)
+        fail_msg("'%s' is listed as built in, but the run names the plugin file %s", type,
+                 bp_conf.plugin_path);
+    if (info.state == BP_PLUGIN_LOADED && bp_conf.plugin_path &&
+        !same_file(info.path, bp_conf.plugin_path))
+        fail_msg("'%s' is loaded from %s, not from %s", type, info.path, bp_conf.plugin_path);
+    if (info.abi_major != BP_PLUGIN_ABI_MAJOR)
+        fail_msg("listed ABI %u.%u, this host's major is %d", info.abi_major, info.abi_minor,
+                 BP_PLUGIN_ABI_MAJOR);
+    if (!info.version[0])
+        fail_msg("listed with an empty version");
+    if (info.device_count < 1 || bp_conf.props.index >= info.device_count)
+        fail_msg("listed with %d device(s), but %s is open", info.device_count,
+                 bp_conf.props.name);
+    if (info.status != BP_OK || info.reason[0])
+        fail_msg("listed with status %s and reason '%s'; a loaded plugin has BP_OK and none",
+                 bp_status_str(info.status), info.reason);
+    if (strcmp(info.version, bp_conf.props.backend_version) != 0)
+        fail_msg("listed version '%s' differs from the device's backend_version '%s'",
+                 info.version, bp_conf.props.backend_version);
+    print_message("%s: %s, ABI %u.%u, version %s, %d device(s)\n", type,
+                  info.state == BP_PLUGIN_BUILTIN ? "built in" : info.path, info.abi_major,
+                  info.abi_minor, info.version, info.device_count);
+}
+
+/* ---- aliases_open_same_device ---- */
+
+static void expect_opens_to(const char *name) {
+    bp_device *dev = NULL;
+    BP_CONF_OK(bp_device_open(name, &dev));
+    if (dev != bp_conf.device)
+        fail_msg("bp_device_open(\"%s\") gave %s, expected %s", name,
+                 dev ? bp_device_name(dev) : "NULL", bp_conf.props.name);
+}
+
+static void test_aliases_open_same_device(void **state) {
+    char name[BP_NAME_MAX * 2];
+    int index = bp_conf.props.index;
+    snprintf(name, sizeof name, "%s:%d", bp_conf.props.type, index);
+    for (char *c = name; *c; c++)
+        if (*c >= 'a' && *c <= 'z')
+            *c = (char)(*c - 'a' + 'A');
+    expect_opens_to(name);
+    if (!bp_conf.plugin_path) {
+        print_message("built-in backend: its aliases are not visible; checked the upper-cased "
+                      "name only\n");
+        return;
+    }
+    plugin_file f = open_plugin();
+    const bp_plugin_descriptor *d = f.entry();
+    int n = 0;
+    for (const char *const *a = d && d->aliases ? d->aliases : NULL; a && *a && n < 16; a++, n++) {
+        snprintf(name, sizeof name, "%s:%d", *a, index);
+        expect_opens_to(name);
+        if (index == 0)
+            expect_opens_to(*a);
+    }
+    print_message("%d alias(es) checked\n", n);
+    dlclose(f.dl);
+}
+
+static const bp_conf_test abi_tests[] = {
+    {"descriptor_fields", test_descriptor_fields,
+     "the descriptor has the ABI's sizes, version, well-formed names and required functions",
+     NULL},
+    {"entry_is_stable", test_entry_is_stable, "the entry returns the same descriptor every call",
+     NULL},
+    {"plugin_listed", test_plugin_listed,
+     "bp_plugin_get_info lists the backend loaded, with ABI, version and devices", NULL},
+    {"aliases_open_same_device", test_aliases_open_same_device,
+     "every alias and the upper-cased name open the same device", NULL},
+};
 
 const bp_conf_group bp_conf_group_abi = {
     .name = "abi",
-    .summary = "",
-    .tests = NULL,
-    .n_tests = 0,
+    .summary = "the plugin descriptor, struct sizes, names and aliases, the loader's listing",
+    .tests = abi_tests,
+    .n_tests = sizeof abi_tests / sizeof abi_tests[0],
+    .timeout_s = 30,
 };

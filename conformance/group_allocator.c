@@ -1,9 +1,264 @@
-/* Conformance group "allocator": (being written). */
+/* Conformance group "allocator": the caching allocator under streams, on the device
+ * under test. The allocator is the core's, but whether it is safe depends on the
+ * backend: it moves a freed segment to another stream once an event recorded on the
+ * old stream reports completion, and it takes raw segments from the backend's alloc.
+ * A backend whose events complete early, or whose alloc hands out memory that is still
+ * in use, makes two users share memory; these tests make that visible as wrong data.
+ *
+ * Each test makes the first user's last write late (bp_conf_slow_fill) so that, if the
+ * memory is shared too early, that write lands after the second user's and overwrites
+ * it. On a correct backend the memory is reused only after the write, or not at all,
+ * and the second user's data always survives: whether the work is still running when
+ * the memory is reused is never asserted, only what ends up in it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "conformance.h"
+#include "expect.h"
+#include "work.h"
+
+#define KIB ((size_t)1 << 10)
+#define MIB ((size_t)1 << 20)
+/* Copies of the slow fill: tens of milliseconds on a cpu, enough that the allocation
+ * and the second stream's write happen while the first stream still works. */
+#define SLOW_ROUNDS 12
+/* The allocator's segment unit (hal/allocator.c): a block larger than this gets a
+ * segment of its own, which is a backend allocation of its own. */
+#define SEGMENT_UNIT (2 * MIB)
+
+static const int first_value = 0x11, second_value = 0x22;
+
+/* Downloads `n` bytes at `src` through `stream` into a fresh host buffer. */
+static unsigned char *download_new(bp_stream *stream, const void *src, size_t n) {
+    unsigned char *host = malloc(n);
+    if (!host)
+        fail_msg("cannot allocate %zu bytes of host memory", n);
+    BP_CONF_OK(bp_conf_download(stream, src, n, host));
+    return host;
+}
+
+/* Fails unless host[0, n) is all `value`; says what that means for the test. */
+static void expect_all(const unsigned char *host, size_t n, int value, const char *what) {
+    size_t bad = 0;
+    if (!bp_conf_all_bytes(host, n, value, &bad))
+        fail_msg("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", what, bad, n, host[bad],
+                 (unsigned)value);
+}
+
+/* ---- stream_ordered_reuse ---- */
+
+/* One round: `size` bytes written late by stream a, freed, then allocated on stream b
+ * and written there at once. Returns whether b got a's block back. */
+static bool reuse_round(size_t size) {
+    bp_device *dev = bp_conf.device;
+    BP_CONF_OK(bp_memory_empty_cache(dev)); /* b's block comes from a's pool or is new */
+    bp_stream *a = bp_conf_stream(), *b = bp_conf_stream();
+    unsigned char *seen_by_a = malloc(size);
+    if (!seen_by_a)
+        fail_msg("cannot allocate %zu bytes of host memory", size);
+
+    void *p = bp_conf_alloc(size, a);
+    BP_CONF_OK(bp_conf_slow_fill(a, p, size, first_value, SLOW_ROUNDS));
+    BP_CONF_OK(bp_memory_copy_async(seen_by_a, NULL, p, dev, size, a));
+    BP_CONF_OK(bp_memory_free(dev, p)); /* a's work still uses p */
+
+    void *q = bp_conf_alloc(size, b);
+    BP_CONF_OK(bp_memory_set_async(dev, q, second_value, size, b));
+    BP_CONF_OK(bp_stream_synchronize(a));
+    BP_CONF_OK(bp_stream_synchronize(b));
+
+    char what[400];
+    snprintf(what, sizeof what, "%zu bytes written late on stream A, then freed", size);
+    expect_all(seen_by_a, size, first_value, what);
+    unsigned char *got = download_new(b, q, size);
+    snprintf(what, sizeof what,
+             "a block of %zu bytes allocated on stream B %s a block stream A was still writing "
+             "(0x%02x) when it was freed, and written on B (0x%02x): A's write landed after "
+             "B's, so the block was handed to B before A's work was done (do the backend's "
+             "events complete too early?)", size, q == p ? "reusing" : "next to", first_value,
+             second_value);
+    expect_all(got, size, second_value, what);
+    free(got);
+    free(seen_by_a);
+    BP_CONF_OK(bp_memory_free(dev, q));
+    BP_CONF_OK(bp_stream_destroy(a));
+    BP_CONF_OK(bp_stream_destroy(b));
+    return q == p;
+}
+
+static void test_stream_ordered_reuse(void **state) {
+    /* A block with a segment of its own and one carved from a shared segment, twice. */
+    static const size_t sizes[] = {4 * MIB, 256 * KIB, 4 * MIB, 256 * KIB};
+    int reused = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        reused += reuse_round(sizes[i]);
+    print_message("the second stream got the first one's block back in %d of %zu rounds\n",
+                  reused, sizeof sizes / sizeof sizes[0]);
+    BP_CONF_OK(bp_memory_empty_cache(bp_conf.device));
+}
+
+/* ---- live_blocks_disjoint ---- */
+
+#define LIVE_BLOCKS 24
+
+/* Sizes alternate between blocks larger than a segment (each a backend allocation of
+ * its own) and small blocks carved from shared segments. */
+static size_t live_size(int i) {
+    static const size_t large[] = {SEGMENT_UNIT + 1,      3 * MIB,     SEGMENT_UNIT + 512,
+                                   5 * MIB + 3,          4 * MIB,     6 * MIB};
+    static const size_t small[] = {512, 1000, 4096, 65537, 300 * KIB, MIB};
+    return i % 2 ? small[(i / 2) % 6] : large[(i / 2) % 6];
+}
+
+static void expect_disjoint(void *const *p, const size_t *size, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) {
+            uintptr_t a = (uintptr_t)p[i], b = (uintptr_t)p[j];
+            if (a < b + size[j] && b < a + size[i])
+                fail_msg("live blocks overlap: block %d (%zu bytes at %p) and block %d (%zu bytes "
+                         "at %p); the backend's alloc handed out memory still in use", i, size[i],
+                         p[i], j, size[j], p[j]);
+        }
+}
+
+static void test_live_blocks_disjoint(void **state) {
+    bp_device *dev = bp_conf.device;
+    BP_CONF_OK(bp_memory_empty_cache(dev)); /* the large blocks reach the backend's alloc */
+    bp_stream *s[2] = {bp_conf_stream(), bp_conf_stream()};
+    void *p[LIVE_BLOCKS];
+    size_t size[LIVE_BLOCKS];
+
+    /* Half the blocks; then free and release a few (segments go back to the backend)
+     * and allocate the rest, so the backend hands out memory beside live segments and
+     * where freed ones were. */
+    for (int i = 0; i < LIVE_BLOCKS / 2; i++) {
+        size[i] = live_size(i);
+        p[i] = bp_conf_alloc(size[i], s[i % 2]);
+    }
+    for (int i = 0; i < LIVE_BLOCKS / 2; i += 4)
+        BP_CONF_OK(bp_memory_free(dev, p[i]));
+    BP_CONF_OK(bp_memory_empty_cache(dev));
+    for (int i = 0; i < LIVE_BLOCKS / 2; i += 4)
+        p[i] = bp_conf_alloc(size[i], s[i % 2]);
+    for (int i = LIVE_BLOCKS / 2; i < LIVE_BLOCKS; i++) {
+        size[i] = live_size(i);
+        p[i] = bp_conf_alloc(size[i], s[i % 2]);
+    }
+    expect_disjoint(p, size, LIVE_BLOCKS);
+
+    /* Each block gets its own byte on its own stream; then every byte is read back. */
+    for (int i = 0; i < LIVE_BLOCKS; i++)
+        BP_CONF_OK(bp_memory_set_async(dev, p[i], 0x40 + i, size[i], s[i % 2]));
+    BP_CONF_OK(bp_stream_synchronize(s[0]));
+    BP_CONF_OK(bp_stream_synchronize(s[1]));
+    for (int i = 0; i < LIVE_BLOCKS; i++) {
+        unsigned char *got = download_new(s[i % 2], p[i], size[i]);
+        size_t bad = 0;
+        if (!bp_conf_all_bytes(got, size[i], 0x40 + i, &bad)) {
+            int other = got[bad] - 0x40;
+            if (other >= 0 && other < LIVE_BLOCKS)
+                fail_msg("block %d (%zu bytes at %p): byte %zu is 0x%02x, the value of block %d "
+                         "(%zu bytes at %p): the two share memory", i, size[i], p[i], bad,
+                         got[bad], other, size[other], p[other]);
+            fail_msg("block %d (%zu bytes at %p): byte %zu is 0x%02x, expected 0x%02x", i,
+                     size[i], p[i], bad, got[bad], 0x40 + i);
+        }
+        free(got);
+    }
+    for (int i = 0; i < LIVE_BLOCKS; i++)
+        BP_CONF_OK(bp_memory_free(dev, p[i]));
+    BP_CONF_OK(bp_stream_destroy(s[0]));
+    BP_CONF_OK(bp_stream_destroy(s[1]));
+    BP_CONF_OK(bp_memory_empty_cache(dev));
+}
+
+/* ---- record_stream_keeps_alive ---- */
+
+static void record_stream_round(size_t size) {
+    bp_device *dev = bp_conf.device;
+    BP_CONF_OK(bp_memory_empty_cache(dev));
+    bp_stream *a = bp_conf_stream(), *b = bp_conf_stream();
+    void *p = bp_conf_alloc(size, a);
+    BP_CONF_OK(bp_memory_record_stream(dev, p, b));
+    BP_CONF_OK(bp_conf_slow_fill(b, p, size, first_value, SLOW_ROUNDS));
+    BP_CONF_OK(bp_memory_free(dev, p)); /* b's pending work still writes p */
+
+    void *q = bp_conf_alloc(size, a);
+    BP_CONF_OK(bp_memory_set_async(dev, q, second_value, size, a));
+    BP_CONF_OK(bp_stream_synchronize(a));
+    BP_CONF_OK(bp_stream_synchronize(b));
+    char what[400];
+    snprintf(what, sizeof what,
+             "a block of %zu bytes %s one freed after bp_memory_record_stream while stream B "
+             "still wrote it: B's write (0x%02x) landed after the new owner's (0x%02x)", size,
+             q == p ? "reusing" : "next to", first_value, second_value);
+    unsigned char *got = download_new(a, q, size);
+    expect_all(got, size, second_value, what);
+    free(got);
+    BP_CONF_OK(bp_memory_free(dev, q));
+    BP_CONF_OK(bp_stream_destroy(a));
+    BP_CONF_OK(bp_stream_destroy(b));
+}
+
+static void test_record_stream_keeps_alive(void **state) {
+    record_stream_round(4 * MIB);
+    record_stream_round(256 * KIB);
+    BP_CONF_OK(bp_memory_empty_cache(bp_conf.device));
+}
+
+/* ---- same_stream_reuse ---- */
+
+static void same_stream_round(size_t size) {
+    bp_device *dev = bp_conf.device;
+    bp_stream *s = bp_conf_stream();
+    unsigned char *before = malloc(size);
+    if (!before)
+        fail_msg("cannot allocate %zu bytes of host memory", size);
+    void *p = bp_conf_alloc(size, s);
+    BP_CONF_OK(bp_conf_slow_fill(s, p, size, first_value, SLOW_ROUNDS));
+    BP_CONF_OK(bp_memory_copy_async(before, NULL, p, dev, size, s));
+    BP_CONF_OK(bp_memory_free(dev, p)); /* reusable at once on s: stream order protects it */
+
+    void *q = bp_conf_alloc(size, s);
+    BP_CONF_OK(bp_memory_set_async(dev, q, second_value, size, s));
+    unsigned char *after = download_new(s, q, size);
+    char what[160];
+    snprintf(what, sizeof what, "the first use of a block of %zu bytes, read before its free",
+             size);
+    expect_all(before, size, first_value, what);
+    snprintf(what, sizeof what, "a block of %zu bytes %s one freed on the same stream", size,
+             q == p ? "reusing" : "next to");
+    expect_all(after, size, second_value, what);
+    free(before);
+    free(after);
+    BP_CONF_OK(bp_memory_free(dev, q));
+    BP_CONF_OK(bp_stream_destroy(s));
+}
+
+static void test_same_stream_reuse(void **state) {
+    same_stream_round(4 * MIB);
+    same_stream_round(256 * KIB);
+    BP_CONF_OK(bp_memory_empty_cache(bp_conf.device));
+}
+
+static const bp_conf_test allocator_tests[] = {
+    {"stream_ordered_reuse", test_stream_ordered_reuse,
+     "a block freed while its stream still writes it is not handed to another stream before "
+     "that write", NULL},
+    {"live_blocks_disjoint", test_live_blocks_disjoint,
+     "live blocks (several larger than a segment) never overlap and each keeps its own data",
+     NULL},
+    {"record_stream_keeps_alive", test_record_stream_keeps_alive,
+     "after bp_memory_record_stream a freed block waits for the recorded stream's work", NULL},
+    {"same_stream_reuse", test_same_stream_reuse,
+     "a block freed and reallocated on one stream is used in stream order", NULL},
+};
 
 const bp_conf_group bp_conf_group_allocator = {
     .name = "allocator",
-    .summary = "",
-    .tests = NULL,
-    .n_tests = 0,
+    .summary = "the caching allocator under streams never hands out memory still in use",
+    .tests = allocator_tests,
+    .n_tests = sizeof allocator_tests / sizeof allocator_tests[0],
+    .timeout_s = 60,
 };

@@ -1,9 +1,439 @@
-/* Conformance group "events": (being written). */
+/* Conformance group "events": record, query and synchronize before and after the work
+ * completes, waits across streams and threads, re-recording, elapsed time.
+ *
+ * Each check that an event's completion means "the work is done" reads the data
+ * through a stream that is not ordered after the writer, so only the event's answer
+ * makes the read safe: a backend whose event reports completion early reads stale
+ * data. Checks are one-directional: a device may finish work before the next call. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "conformance.h"
+#include "expect.h"
+#include "thread_report.h"
+#include "work.h"
+
+/* Bytes of the buffers the slow work fills. */
+#define FILL_BYTES ((size_t)1 << 20)
+
+/* Copies of bp_conf_slow_fill in the writer's work: long enough (about 0.1 s on a
+ * cpu) that an early answer is seen long before the writer's last step. */
+#define SLOW_ROUNDS 32
+
+/* Shorter work for stages of a chain, where several run one after another. */
+#define STAGE_ROUNDS 8
+
+/* bp_event_query through the signature bp_conf_poll_until_done takes. */
+static bp_status query_event(void *event) {
+    return bp_event_query(event);
+}
+
+static bp_event *new_event(unsigned flags) {
+    bp_event *e = NULL;
+    BP_CONF_OK(bp_event_create(bp_conf.device, flags, &e));
+    return e;
+}
+
+/* A device buffer of FILL_BYTES holding `value` for good: set on `s`, which is then
+ * synchronized. */
+static void *filled_buffer(bp_stream *s, int value) {
+    void *x = bp_conf_alloc(FILL_BYTES, s);
+    BP_CONF_OK(bp_memory_set_async(bp_conf.device, x, value, FILL_BYTES, s));
+    BP_CONF_OK(bp_stream_synchronize(s));
+    return x;
+}
+
+/* An event never recorded is complete: query says so, synchronize returns, and a wait
+ * on it holds nothing back. */
+static void test_unrecorded_is_complete(void **state) {
+    (void)state;
+    bp_device *dev = bp_conf.device;
+    bp_event *events[2] = {new_event(BP_EVENT_DEFAULT), NULL};
+    if (bp_conf.props.capabilities & BP_CAP_TIMED_EVENTS)
+        events[1] = new_event(BP_EVENT_TIMING);
+    bp_stream *s = bp_conf_stream();
+    uint64_t rng = bp_conf_test_seed();
+    for (int i = 0; i < 2 && events[i]; i++) {
+        BP_CONF_OK(bp_event_query(events[i]));
+        BP_CONF_OK(bp_event_synchronize(events[i]));
+        BP_CONF_OK(bp_stream_wait_event(s, events[i]));
+        int value = (int)(bp_conf_rand(&rng) % 255) + 1;
+        void *x = bp_conf_alloc(FILL_BYTES, s);
+        BP_CONF_OK(bp_memory_set_async(dev, x, value, FILL_BYTES, s));
+        bp_conf_expect_filled(s, x, FILL_BYTES, value,
+                              "buffer set after waiting for an unrecorded event");
+        BP_CONF_OK(bp_memory_free(dev, x));
+        BP_CONF_OK(bp_event_destroy(events[i]));
+    }
+    BP_CONF_OK(bp_stream_destroy(s));
+}
+
+/* Slow work fills X on stream A and E is recorded after it; once bp_event_synchronize
+ * returns, X read through a fresh stream B (not ordered after A) holds the result. */
+static void test_synchronize_waits_for_work(void **state) {
+    (void)state;
+    bp_device *dev = bp_conf.device;
+    uint64_t rng = bp_conf_test_seed();
+    int old_value, new_value;
+    bp_conf_two_bytes(&rng, &old_value, &new_value);
+    bp_stream *a = bp_conf_stream();
+    bp_event *e = new_event(BP_EVENT_DEFAULT);
+    void *x = filled_buffer(a, old_value);
+
+    BP_CONF_OK(bp_conf_slow_fill(a, x, FILL_BYTES, new_value, SLOW_ROUNDS));
+    BP_CONF_OK(bp_event_record(e, a));
+    BP_CONF_OK(bp_event_synchronize(e));
+    bp_stream *b = bp_conf_stream();
+    bp_conf_expect_filled(b, x, FILL_BYTES, new_value,
+                          "buffer read on another stream after bp_event_synchronize");
+    BP_CONF_OK(bp_event_query(e));
+
+    BP_CONF_OK(bp_stream_synchronize(a));
+    BP_CONF_OK(bp_memory_free(dev, x));
+    BP_CONF_OK(bp_event_destroy(e));
+    BP_CONF_OK(bp_stream_destroy(a));
+    BP_CONF_OK(bp_stream_destroy(b));
+}
+
+/* Polling bp_event_query until it says BP_OK: then the work before the record is done. */
+static void test_query_complete_means_done(void **state) {
+    (void)state;
+    bp_device *dev = bp_conf.device;
+    uint64_t rng = bp_conf_test_seed();
+    int old_value, new_value;
+    bp_conf_two_bytes(&rng, &old_value, &new_value);
+    bp_stream *a = bp_conf_stream(), *b = bp_conf_stream();
+    bp_event *e = new_event(BP_EVENT_DEFAULT);
+    void *x = filled_buffer(a, old_value);
+
+    BP_CONF_OK(bp_conf_slow_fill(a, x, FILL_BYTES, new_value, SLOW_ROUNDS));
+    BP_CONF_OK(bp_event_record(e, a));
+    bp_conf_poll_until_done(query_event, e, "event recorded after slow work");
+    bp_conf_expect_filled(b, x, FILL_BYTES, new_value,
+                          "buffer read on another stream after bp_event_query said done");
+
+    BP_CONF_OK(bp_stream_synchronize(a));
+    BP_CONF_OK(bp_memory_free(dev, x));
+    BP_CONF_OK(bp_event_destroy(e));
+    BP_CONF_OK(bp_stream_destroy(a));
+    BP_CONF_OK(bp_stream_destroy(b));
+}
+
+/* A chain of streams, each waiting for the previous one's event before it copies the
+ * previous buffer on and writes its own part slowly; then a fan-in: one stream waits
+ * for the events of two independent writers. Only the last stream is synchronized. */
+static void test_cross_stream_wait(void **state) {
+    (void)state;
+    enum { STAGES = 4, PART = FILL_BYTES / STAGES };
+    bp_device *dev = bp_conf.device;
+    uint64_t rng = bp_conf_test_seed();
+    bp_stream *s[STAGES];
+    bp_event *e[STAGES];
+    unsigned char *x[STAGES];
+    unsigned char want[FILL_BYTES / PART];
+    int old_value, unused;
+    bp_conf_two_bytes(&rng, &old_value, &unused);
+    for (int k = 0; k < STAGES; k++) {
+        s[k] = bp_conf_stream();
+        e[k] = new_event(BP_EVENT_DEFAULT);
+        x[k] = filled_buffer(s[k], old_value);
+        do
+            want[k] = (unsigned char)(bp_conf_rand(&rng) % 255 + 1);
+        while (want[k] == old_value);
+    }
+    /* Stage k: wait for stage k-1, copy its buffer, then slowly set part k. */
+    for (int k = 0; k < STAGES; k++) {
+        if (k > 0) {
+            BP_CONF_OK(bp_stream_wait_event(s[k], e[k - 1]));
+            BP_CONF_OK(bp_memory_copy_async(x[k], dev, x[k - 1], dev, FILL_BYTES, s[k]));
+        }
+        BP_CONF_OK(bp_conf_slow_fill(s[k], x[k] + (size_t)k * PART, PART, want[k], STAGE_ROUNDS));
+        BP_CONF_OK(bp_event_record(e[k], s[k]));
+    }
+    unsigned char *expected = malloc(FILL_BYTES);
+    assert_non_null(expected);
+    for (int k = 0; k < STAGES; k++)
+        memset(expected + (size_t)k * PART, want[k], PART);
+    bp_conf_expect_bytes(s[STAGES - 1], x[STAGES - 1], expected, FILL_BYTES,
+                         "last buffer of a chain of streams ordered by events");
+    free(expected);
+
+    /* Fan-in: streams 0 and 1 write independently; stream 2 waits for both events.
+     * Part 0 of x[0] and x[1] holds want[0] until then. */
+    int fan_value[2];
+    for (int k = 0; k < 2; k++) {
+        do
+            fan_value[k] = (int)(bp_conf_rand(&rng) % 255) + 1;
+        while (fan_value[k] == want[0] || fan_value[k] == want[k]);
+        BP_CONF_OK(bp_conf_slow_fill(s[k], x[k], PART, fan_value[k], STAGE_ROUNDS * (k + 1)));
+        BP_CONF_OK(bp_event_record(e[k], s[k]));
+        BP_CONF_OK(bp_stream_wait_event(s[2], e[k]));
+    }
+    for (int k = 0; k < 2; k++)
+        BP_CONF_OK(bp_memory_copy_async(x[2] + (size_t)k * PART, dev, x[k], dev, PART, s[2]));
+    for (int k = 0; k < 2; k++)
+        bp_conf_expect_filled(s[2], x[2] + (size_t)k * PART, PART, fan_value[k],
+                              "copy made after waiting for the events of two streams");
+
+    for (int k = 0; k < STAGES; k++)
+        BP_CONF_OK(bp_stream_synchronize(s[k]));
+    for (int k = 0; k < STAGES; k++) {
+        BP_CONF_OK(bp_memory_free(dev, x[k]));
+        BP_CONF_OK(bp_event_destroy(e[k]));
+        BP_CONF_OK(bp_stream_destroy(s[k]));
+    }
+}
+
+/* ---- an event recorded on one thread, waited for on another ---- */
+
+/* Two rounds, each a handoff from the recorder to the waiter: in round 1 the waiter
+ * orders a stream of its own after the event, in round 2 it waits on the host. They
+ * are separate rounds because either wait, once done, would make the other trivially
+ * satisfied. The recorder starts a round only after the waiter finished the last one. */
+enum { XT_ROUNDS = 2 };
+
+typedef struct handoff {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int recorded_round, checked_round; /* the last round recorded / checked */
+    bool record_ok;                    /* the last round's record was enqueued */
+    bp_stream *writer;
+    bp_event *event;
+    void *x;
+    int value[XT_ROUNDS + 1]; /* x before round 1, then what round r writes */
+    bp_conf_report recorder_report, waiter_report;
+} handoff;
+
+/* Sets *field to `round` and wakes the other thread. */
+static void handoff_post(handoff *h, int *field, int round) {
+    pthread_mutex_lock(&h->lock);
+    *field = round;
+    pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* Waits until *field reaches `round`. */
+static void handoff_wait(handoff *h, const int *field, int round) {
+    pthread_mutex_lock(&h->lock);
+    while (*field < round)
+        pthread_cond_wait(&h->cond, &h->lock);
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void *recorder_main(void *p) {
+    handoff *h = p;
+    bp_conf_report *r = &h->recorder_report;
+    for (int round = 1; round <= XT_ROUNDS; round++) {
+        bool ok = !r->failure[0] &&
+                  BP_CONF_REPORT_OK(r, bp_conf_slow_fill(h->writer, h->x, FILL_BYTES,
+                                                         h->value[round], SLOW_ROUNDS)) &&
+                  BP_CONF_REPORT_OK(r, bp_event_record(h->event, h->writer));
+        pthread_mutex_lock(&h->lock);
+        h->record_ok = ok;
+        pthread_mutex_unlock(&h->lock);
+        handoff_post(h, &h->recorded_round, round); /* also after a failure: no deadlock */
+        handoff_wait(h, &h->checked_round, round);
+    }
+    return NULL;
+}
+
+/* Downloads FILL_BYTES at src through `s` and records a failure unless they are all
+ * `value`. */
+static void check_on_thread(bp_conf_report *r, bp_stream *s, const void *src, int value,
+                            const char *what) {
+    unsigned char *host = malloc(FILL_BYTES);
+    if (!host) {
+        bp_conf_report_fail(r, "cannot allocate host memory");
+        return;
+    }
+    size_t bad = 0;
+    if (BP_CONF_REPORT_OK(r, bp_conf_download(s, src, FILL_BYTES, host)) &&
+        !bp_conf_all_bytes(host, FILL_BYTES, value, &bad))
+        bp_conf_report_fail(r, "%s: byte %zu is 0x%02x, expected 0x%02x", what, bad, host[bad],
+                            (unsigned char)value);
+    free(host);
+}
+
+/* Round 1: a stream wait on the event, then a copy on that stream; round 2: a host
+ * synchronize of the event, then a read through a stream of the waiter's own. */
+static void waiter_round(handoff *h, int round, bp_stream *b, void *y) {
+    bp_conf_report *r = &h->waiter_report;
+    bp_device *dev = bp_conf.device;
+    if (round == 1) {
+        if (BP_CONF_REPORT_OK(r, bp_stream_wait_event(b, h->event)) &&
+            BP_CONF_REPORT_OK(r, bp_memory_copy_async(y, dev, h->x, dev, FILL_BYTES, b)))
+            check_on_thread(r, b, y, h->value[round],
+                            "copy made on another thread's stream after waiting for the event");
+    } else if (BP_CONF_REPORT_OK(r, bp_event_synchronize(h->event))) {
+        check_on_thread(r, b, h->x, h->value[round],
+                        "buffer read on another thread after bp_event_synchronize");
+    }
+}
+
+static void *waiter_main(void *p) {
+    handoff *h = p;
+    bp_conf_report *r = &h->waiter_report;
+    bp_device *dev = bp_conf.device;
+    bp_stream *b = NULL;
+    void *y = NULL;
+    bool ok = BP_CONF_REPORT_OK(r, bp_stream_create(dev, 0, &b)) &&
+              BP_CONF_REPORT_OK(r, bp_memory_alloc(dev, FILL_BYTES, b, &y));
+    for (int round = 1; round <= XT_ROUNDS; round++) {
+        handoff_wait(h, &h->recorded_round, round);
+        pthread_mutex_lock(&h->lock);
+        bool recorded = h->record_ok;
+        pthread_mutex_unlock(&h->lock);
+        if (ok && recorded && !r->failure[0])
+            waiter_round(h, round, b, y);
+        handoff_post(h, &h->checked_round, round);
+    }
+    if (y)
+        BP_CONF_REPORT_OK(r, bp_memory_free(dev, y));
+    BP_CONF_REPORT_OK(r, bp_stream_destroy(b));
+    return NULL;
+}
+
+static void test_cross_thread_wait(void **state) {
+    (void)state;
+    bp_device *dev = bp_conf.device;
+    uint64_t rng = bp_conf_test_seed();
+    handoff h = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    bp_conf_two_bytes(&rng, &h.value[0], &h.value[1]);
+    h.value[2] = h.value[0]; /* differs from round 1's, which x holds before round 2 */
+    h.writer = bp_conf_stream();
+    h.event = new_event(BP_EVENT_DEFAULT);
+    h.x = filled_buffer(h.writer, h.value[0]);
+
+    pthread_t recorder, waiter;
+    assert_int_equal(pthread_create(&waiter, NULL, waiter_main, &h), 0);
+    assert_int_equal(pthread_create(&recorder, NULL, recorder_main, &h), 0);
+    pthread_join(recorder, NULL);
+    pthread_join(waiter, NULL);
+    bp_conf_report_check(&h.recorder_report, "recording thread");
+    bp_conf_report_check(&h.waiter_report, "waiting thread");
+
+    BP_CONF_OK(bp_stream_synchronize(h.writer));
+    BP_CONF_OK(bp_memory_free(dev, h.x));
+    BP_CONF_OK(bp_event_destroy(h.event));
+    BP_CONF_OK(bp_stream_destroy(h.writer));
+}
+
+/* Re-recording moves the marker to the new end of the stream; a wait enqueued before
+ * the re-record keeps waiting for the earlier marker. */
+static void test_rerecord(void **state) {
+    (void)state;
+    bp_device *dev = bp_conf.device;
+    uint64_t rng = bp_conf_test_seed();
+    int v1, v2;
+    bp_conf_two_bytes(&rng, &v1, &v2);
+    bp_stream *a = bp_conf_stream(), *b = bp_conf_stream(), *c = bp_conf_stream();
+    bp_stream *reader = bp_conf_stream();
+    bp_event *e = new_event(BP_EVENT_DEFAULT);
+    void *x = filled_buffer(a, v2);
+    void *y = filled_buffer(c, v2);
+
+    /* Forward: the second record covers the second piece of work. */
+    BP_CONF_OK(bp_conf_slow_fill(a, x, FILL_BYTES, v1, STAGE_ROUNDS));
+    BP_CONF_OK(bp_event_record(e, a));
+    BP_CONF_OK(bp_event_synchronize(e));
+    bp_conf_expect_filled(reader, x, FILL_BYTES, v1, "buffer after the first record completed");
+    BP_CONF_OK(bp_conf_slow_fill(a, x, FILL_BYTES, v2, SLOW_ROUNDS));
+    BP_CONF_OK(bp_event_record(e, a));
+    BP_CONF_OK(bp_event_synchronize(e));
+    bp_conf_expect_filled(reader, x, FILL_BYTES, v2,
+                          "buffer after a re-record on the same stream completed");
+
+    /* Backward: C waits for A's record; re-recording E on idle B does not release C. */
+    BP_CONF_OK(bp_conf_slow_fill(a, x, FILL_BYTES, v1, SLOW_ROUNDS));
+    BP_CONF_OK(bp_event_record(e, a));
+    BP_CONF_OK(bp_stream_wait_event(c, e));
+    BP_CONF_OK(bp_event_record(e, b));
+    BP_CONF_OK(bp_event_synchronize(e)); /* the latest record, B's */
+    BP_CONF_OK(bp_memory_copy_async(y, dev, x, dev, FILL_BYTES, c));
+    bp_conf_expect_filled(c, y, FILL_BYTES, v1,
+                          "copy made after a wait enqueued before the event was re-recorded");
+
+    BP_CONF_OK(bp_stream_synchronize(a));
+    BP_CONF_OK(bp_memory_free(dev, x));
+    BP_CONF_OK(bp_memory_free(dev, y));
+    BP_CONF_OK(bp_event_destroy(e));
+    bp_stream *streams[] = {a, b, c, reader};
+    for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++)
+        BP_CONF_OK(bp_stream_destroy(streams[i]));
+}
+
+/* Milliseconds between timing events recorded around two pieces of `rounds` of slow
+ * work on s; a third event between the two must give a time between 0 and that. */
+static float time_work(bp_stream *s, void *x, int rounds) {
+    bp_event *start = new_event(BP_EVENT_TIMING), *mid = new_event(BP_EVENT_TIMING);
+    bp_event *end = new_event(BP_EVENT_TIMING);
+    BP_CONF_OK(bp_event_record(start, s));
+    BP_CONF_OK(bp_conf_slow_fill(s, x, FILL_BYTES, 1, rounds));
+    BP_CONF_OK(bp_event_record(mid, s));
+    BP_CONF_OK(bp_conf_slow_fill(s, x, FILL_BYTES, 2, rounds));
+    BP_CONF_OK(bp_event_record(end, s));
+    BP_CONF_OK(bp_event_synchronize(end));
+    float whole = -1.0f, half = -1.0f;
+    BP_CONF_OK(bp_event_elapsed_ms(start, end, &whole));
+    BP_CONF_OK(bp_event_elapsed_ms(start, mid, &half));
+    if (!(half >= 0.0f) || !(whole >= half))
+        fail_msg("events recorded in the order start, mid, end give start->mid %g ms and "
+                 "start->end %g ms: expected 0 <= start->mid <= start->end",
+                 (double)half, (double)whole);
+    BP_CONF_OK(bp_event_destroy(start));
+    BP_CONF_OK(bp_event_destroy(mid));
+    BP_CONF_OK(bp_event_destroy(end));
+    return whole;
+}
+
+/* Elapsed time is non-negative and grows with the work: far more work (many times the
+ * rounds) takes longer than the least of a few measurements of little work. */
+static void test_elapsed_time(void **state) {
+    (void)state;
+    BP_CONF_REQUIRE_CAP(BP_CAP_TIMED_EVENTS);
+    enum { SMALL = 1, LARGE = 32, TRIES = 3 };
+    bp_device *dev = bp_conf.device;
+    bp_stream *s = bp_conf_stream();
+    void *x = bp_conf_alloc(FILL_BYTES, s);
+    time_work(s, x, SMALL); /* warm-up: first-touch costs land outside the timing */
+    float small = -1.0f;
+    for (int i = 0; i < TRIES; i++) {
+        float ms = time_work(s, x, SMALL);
+        if (i == 0 || ms < small)
+            small = ms;
+    }
+    float large = time_work(s, x, LARGE);
+    print_message("elapsed: %d round(s) %.3f ms, %d rounds %.3f ms\n", SMALL, (double)small,
+                  LARGE, (double)large);
+    if (!(large > small))
+        fail_msg("work of %d rounds took %g ms by its events, not more than work of %d round(s) "
+                 "(%g ms)",
+                 LARGE, (double)large, SMALL, (double)small);
+    BP_CONF_OK(bp_memory_free(dev, x));
+    BP_CONF_OK(bp_stream_destroy(s));
+}
+
+static const bp_conf_test tests[] = {
+    {"unrecorded_is_complete", test_unrecorded_is_complete,
+     "an event never recorded: query OK, synchronize returns, a wait on it is a no-op", NULL},
+    {"synchronize_waits_for_work", test_synchronize_waits_for_work,
+     "after bp_event_synchronize the work before the record is final on another stream", NULL},
+    {"query_complete_means_done", test_query_complete_means_done,
+     "once bp_event_query says OK the work before the record is final on another stream", NULL},
+    {"cross_stream_wait", test_cross_stream_wait,
+     "a chain and a fan-in of streams ordered by events give the right bytes", NULL},
+    {"cross_thread_wait", test_cross_thread_wait,
+     "an event recorded on one thread orders a stream and the host on another thread", NULL},
+    {"rerecord", test_rerecord,
+     "re-recording moves the marker; a wait enqueued before keeps the earlier one", NULL},
+    {"elapsed_time", test_elapsed_time,
+     "elapsed time is >= 0, ordered, and larger for much more work", NULL},
+};
 
 const bp_conf_group bp_conf_group_events = {
     .name = "events",
-    .summary = "",
-    .tests = NULL,
-    .n_tests = 0,
+    .summary = "event record, query, synchronize, cross-stream and cross-thread waits, timing",
+    .tests = tests,
+    .n_tests = sizeof tests / sizeof tests[0],
 };

@@ -1,9 +1,1017 @@
-/* Conformance group "ops": (being written). */
+/* Conformance group "ops": every (op, dtype) pair of <backplane/ops.h> that the cpu
+ * backend implements (ops/cpu/<file>.list, 100 pairs), one test each named
+ * "<op>_<dtype>". A test runs its op on the device under test over several cases drawn
+ * from the test's seed and compares each result with the float64 reference of
+ * op_reference.h, within the per-dtype tolerances of tolerances.h. A pair the device
+ * registers no kernel for (bp_kernel_dtypes) is skipped with that reason.
+ *
+ * The cases of every op: random shapes, then edge shapes: one element, odd sizes
+ * (17 x 33), size-1 and missing dims where the op broadcasts, a non-contiguous input
+ * (transposed or narrowed view), the _out form into a strided view (whose base's other
+ * elements must keep their values), empty tensors where the op allows them, and large
+ * magnitudes where they matter: softmax logits near +-100 (exp overflows without the
+ * max subtracted), integer values beyond float's 24 bits, layernorm rows far from 0.
+ * Inputs are random and never zero. Results are read back only from contiguous
+ * tensors (a strided output through its base), so reading needs no kernel. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "conformance.h"
+#include "op_check.h"
+
+/* ---- the running test ---- */
+
+/* What a test checks: an op name (as bp_op_find knows it) and a dtype. */
+typedef struct op_case {
+    const char *op;
+    bp_dtype dtype;
+} op_case;
+
+/* The running test: its op and dtype, and its random state. */
+typedef struct ctx {
+    const char *op;
+    bp_dtype dt;
+    uint64_t rng;
+} ctx;
+
+/* Starts an op test: skips it when the device has no kernel for its (op, dtype). */
+static ctx begin(void **state) {
+    const op_case *c = *state;
+    bp_op_id id;
+    BP_CONF_OK(bp_op_find(c->op, &id));
+    if (!(bp_kernel_dtypes(id, bp_conf.device) & BP_DTYPE_BIT(c->dtype)))
+        BP_CONF_SKIP("no kernel registered for %s %s on %s", c->op, bp_dtype_name(c->dtype),
+                     bp_device_name(bp_conf.device));
+    return (ctx){.op = c->op, .dt = c->dtype, .rng = bp_conf_test_seed()};
+}
+
+/* A random integer in [lo, hi]. */
+static int64_t rand_int(ctx *x, int64_t lo, int64_t hi) {
+    return lo + (int64_t)(bp_conf_rand(&x->rng) % (uint64_t)(hi - lo + 1));
+}
+
+/* A random real in [lo, hi). */
+static double rand_real(ctx *x, double lo, double hi) {
+    return lo + (hi - lo) * (double)(bp_conf_rand(&x->rng) >> 11) / 9007199254740992.0;
+}
+
+static bool is_float(bp_dtype dt) {
+    return dt == BP_DTYPE_F32 || dt == BP_DTYPE_F16 || dt == BP_DTYPE_BF16 || dt == BP_DTYPE_F64;
+}
+
+/* ---- shapes ---- */
+
+#define S0 ((bp_ref_shape){0, {0}})
+#define S1(a) ((bp_ref_shape){1, {a}})
+#define S2(a, b) ((bp_ref_shape){2, {a, b}})
+#define S3(a, b, c) ((bp_ref_shape){3, {a, b, c}})
+#define S4(a, b, c, d) ((bp_ref_shape){4, {a, b, c, d}})
+
+/* A shape of min_ndim..max_ndim dims of sizes 1..max_size. */
+static bp_ref_shape random_shape(ctx *x, int min_ndim, int max_ndim, int64_t max_size) {
+    bp_ref_shape s = {.ndim = (int)rand_int(x, min_ndim, max_ndim)};
+    for (int i = 0; i < s.ndim; i++)
+        s.d[i] = rand_int(x, 1, max_size);
+    return s;
+}
+
+/* Formats a case's description into buf, truncating one that does not fit. */
+__attribute__((format(printf, 3, 4))) static void describe(char *buf, size_t size,
+                                                           const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+}
+
+/* "[3, 5]", as a value whose text lives until the end of the full expression. */
+typedef struct shape_text {
+    char s[112];
+} shape_text;
+
+static shape_text str(bp_ref_shape s) {
+    shape_text t = {"["};
+    size_t len = 1;
+    for (int i = 0; i < s.ndim && len < sizeof t.s; i++)
+        len += (size_t)snprintf(t.s + len, sizeof t.s - len, "%s%lld", i ? ", " : "",
+                                (long long)s.d[i]);
+    if (len < sizeof t.s)
+        snprintf(t.s + len, sizeof t.s - len, "]");
+    return t;
+}
+
+/* ---- operands ---- */
+
+/* How an operand is laid out in memory. */
+typedef enum layout {
+    CONTIGUOUS,
+    TRANSPOSED, /* the transpose of the last two dims of a contiguous tensor */
+    NARROWED,   /* the middle of a contiguous tensor whose last dim is 3 longer */
+} layout;
+
+static const char *const layout_names[] = {"", " transposed", " narrowed"};
+
+/* A tensor given to an op, with its values. */
+typedef struct operand {
+    bp_tensor *t;       /* what the op is given */
+    bp_tensor *base;    /* the contiguous tensor t is a view of; NULL when t is contiguous */
+    double *v;          /* t's values, row-major */
+    double *base_v;     /* base's values, row-major (NULL without base) */
+    bp_ref_shape shape; /* t's shape */
+} operand;
+
+/* A random operand of dtype dt and shape s, values in [lo, hi), laid out as `lay`;
+ * TRANSPOSED needs 2 dims and NARROWED 1 (fewer: the next simpler layout). */
+static operand make_operand(ctx *x, bp_dtype dt, bp_ref_shape s, layout lay, double lo,
+                            double hi) {
+    operand o = {.shape = s};
+    if (lay == TRANSPOSED && s.ndim < 2)
+        lay = NARROWED;
+    if (lay == NARROWED && s.ndim < 1)
+        lay = CONTIGUOUS;
+    uint64_t seed = bp_conf_rand(&x->rng);
+    if (lay == CONTIGUOUS) {
+        o.t = bp_test_random_tensor(bp_conf.device, dt, s.ndim, s.d, seed, lo, hi, &o.v);
+        return o;
+    }
+    int last = s.ndim - 1;
+    bp_ref_shape bs = s;
+    if (lay == TRANSPOSED) {
+        bs.d[last - 1] = s.d[last];
+        bs.d[last] = s.d[last - 1];
+    } else {
+        bs.d[last] += 3;
+    }
+    o.base = bp_test_random_tensor(bp_conf.device, dt, bs.ndim, bs.d, seed, lo, hi, &o.base_v);
+    if (lay == TRANSPOSED)
+        BP_CONF_OK(bp_tensor_transpose(o.base, last - 1, last, &o.t));
+    else
+        BP_CONF_OK(bp_tensor_narrow(o.base, last, 1, s.d[last], &o.t));
+    o.v = bp_test_view_values(o.t, o.base, o.base_v);
+    return o;
+}
+
+static void operand_free(operand *o) {
+    bp_tensor_release(o->t);
+    bp_tensor_release(o->base);
+    free(o->v);
+    free(o->base_v);
+    *o = (operand){0};
+}
+
+/* Values a tensor of dtype dt starts with before an op overwrites it. */
+static void stale_range(bp_dtype dt, double *lo, double *hi) {
+    *lo = dt == BP_DTYPE_U8 || dt == BP_DTYPE_BOOL ? 0 : -100;
+    *hi = 100;
+}
+
+/* Where an op writes its result. */
+typedef enum out_mode {
+    OUT_NEW,        /* the allocating form: a new tensor */
+    OUT_INTO,       /* the _out form into a contiguous tensor of stale values */
+    OUT_TRANSPOSED, /* the _out form into a transposed view (narrowed under 2 dims) */
+    OUT_NARROWED,   /* the _out form into a narrowed view */
+    OUT_IN_PLACE,   /* the _out form into the op's first input */
+} out_mode;
+
+static const char *const out_names[] = {"", ", _out", ", _out into a transposed view",
+                                        ", _out into a narrowed view", ", in place"};
+
+/* The output operand of an _out form (OUT_INTO, OUT_TRANSPOSED, OUT_NARROWED): random
+ * stale values for the op to overwrite, laid out as `mode` says. */
+static operand stale_output(ctx *x, bp_ref_shape s, out_mode mode) {
+    double lo, hi;
+    stale_range(x->dt, &lo, &hi);
+    layout lay = mode == OUT_INTO ? CONTIGUOUS : mode == OUT_TRANSPOSED ? TRANSPOSED : NARROWED;
+    return make_operand(x, x->dt, s, lay, lo, hi);
+}
+
+/* ---- checks ---- */
+
+/* Fails unless the new tensor `out` has dtype dt, shape `shape` and values within
+ * tolerance (accumulating `terms`) of want. */
+static void check_new(const char *what, const bp_tensor *out, bp_dtype dt, bp_ref_shape shape,
+                      const double *want, double terms) {
+    if (bp_tensor_dtype(out) != dt)
+        fail_msg("%s: the result has dtype %s, expected %s", what,
+                 bp_dtype_name(bp_tensor_dtype(out)), bp_dtype_name(dt));
+    bp_ref_shape got_shape = bp_test_shape_of(out);
+    bool same = got_shape.ndim == shape.ndim;
+    for (int i = 0; same && i < shape.ndim; i++)
+        same = got_shape.d[i] == shape.d[i];
+    if (!same)
+        fail_msg("%s: the result has shape %s, expected %s", what, str(got_shape).s,
+                 str(shape).s);
+    double *got = bp_test_tensor_values(out);
+    bp_test_assert_close_shaped(what, got, want, shape, dt, terms);
+    free(got);
+}
+
+/* Fails unless the operand `out` an op wrote holds values within tolerance of want
+ * and, when it is a view, every element of its base outside the view kept its value. */
+static void check_written(const char *what, const operand *out, bp_dtype dt, const double *want,
+                          double terms) {
+    if (!out->base) {
+        check_new(what, out->t, dt, out->shape, want, terms);
+        return;
+    }
+    double *got_base = bp_test_tensor_values(out->base);
+    double *got = bp_test_view_values(out->t, out->base, got_base);
+    bp_test_assert_close_shaped(what, got, want, out->shape, dt, terms);
+    /* The view's offsets in its base: gather the base's own indices through it. */
+    bp_ref_shape base_shape = bp_test_shape_of(out->base);
+    int64_t n_base = bp_ref_numel(base_shape), n = bp_ref_numel(out->shape);
+    double *iota = bp_test_alloc_values(n_base), *kept = bp_test_alloc_values(n_base);
+    for (int64_t i = 0; i < n_base; i++) {
+        iota[i] = (double)i;
+        kept[i] = out->base_v[i];
+    }
+    double *offsets = bp_test_view_values(out->t, out->base, iota);
+    for (int64_t i = 0; i < n; i++)
+        kept[(int64_t)offsets[i]] = got[i];
+    char around[320];
+    describe(around, sizeof around, "%s: the output's base %s outside the view", what,
+             str(base_shape).s);
+    bp_test_assert_close_shaped(around, got_base, kept, base_shape, dt, 1);
+    free(got_base);
+    free(got);
+    free(iota);
+    free(kept);
+    free(offsets);
+}
+
+/* ---- running a case ---- */
+
+/* One op call of a case, its arguments in `args`: the _out form into `out` when it is
+ * non-NULL, else the allocating form into *made; the status is checked in it. */
+typedef void (*op_call)(const void *args, bp_tensor *out, bp_tensor **made);
+
+/* Runs a case's op as `mode` says and checks its result, of shape `so`, against want;
+ * terms: how many values each result element accumulates. `first` is the op's first
+ * input, written by OUT_IN_PLACE. */
+static void run_case(ctx *x, const char *what, out_mode mode, const operand *first,
+                     bp_ref_shape so, op_call call, const void *args, const double *want,
+                     double terms) {
+    if (mode == OUT_NEW) {
+        bp_tensor *made = NULL;
+        call(args, NULL, &made);
+        check_new(what, made, x->dt, so, want, terms);
+        bp_tensor_release(made);
+    } else if (mode == OUT_IN_PLACE) {
+        call(args, first->t, NULL);
+        check_written(what, first, x->dt, want, terms);
+    } else {
+        operand out = stale_output(x, so, mode);
+        call(args, out.t, NULL);
+        check_written(what, &out, x->dt, want, terms);
+        operand_free(&out);
+    }
+}
+
+/* ---- fill ---- */
+
+static void call_fill(const void *args, bp_tensor *out, bp_tensor **made) {
+    (void)made; /* fill has no allocating form */
+    BP_CONF_OK(bp_fill(out, *(const double *)args));
+}
+
+/* fill into an out of shape s (mode: OUT_INTO or a view). */
+static void fill_case(ctx *x, bp_ref_shape s, out_mode mode) {
+    /* never 0, with a fraction for the conversion to drop */
+    double value = rand_real(x, x->dt == BP_DTYPE_U8 ? 1 : -100, 100);
+    value = value == 0 ? 1.5 : value;
+    double *want = bp_ref_fill(bp_ref_numel(s), value, x->dt);
+    char what[256];
+    describe(what, sizeof what, "fill %s: out %s with %.9g%s", bp_dtype_name(x->dt), str(s).s,
+             value, out_names[mode]);
+    run_case(x, what, mode, NULL, s, call_fill, &value, want, 1);
+    free(want);
+}
+
+static void test_fill(void **state) {
+    ctx x = begin(state);
+    fill_case(&x, random_shape(&x, 1, 3, 40), OUT_INTO);
+    fill_case(&x, S1(1), OUT_INTO);
+    fill_case(&x, S0, OUT_INTO);
+    fill_case(&x, S2(17, 33), OUT_INTO);
+    fill_case(&x, S2(0, 5), OUT_INTO);
+    fill_case(&x, S2(9, 13), OUT_TRANSPOSED);
+    fill_case(&x, S3(4, 5, 6), OUT_NARROWED);
+}
+
+/* ---- copy ---- */
+
+typedef struct copy_args {
+    bp_tensor *src;
+    bp_dtype dtype;
+} copy_args;
+
+static void call_copy(const void *args, bp_tensor *out, bp_tensor **made) {
+    const copy_args *g = args;
+    if (out)
+        BP_CONF_OK(bp_copy(out, g->src));
+    else
+        BP_CONF_OK(bp_cast(g->src, g->dtype, made));
+}
+
+/* A `from` source of shape ss (laid out as src_lay) copied to the test's dtype in shape
+ * ds (the source broadcasts); OUT_NEW is bp_cast (ds must be ss). */
+static void copy_case(ctx *x, bp_dtype from, bp_ref_shape ss, layout src_lay, bp_ref_shape ds,
+                      out_mode mode) {
+    /* values that convert without wrapping between the two dtypes */
+    bool unsigned_side = from == BP_DTYPE_U8 || x->dt == BP_DTYPE_U8;
+    operand src = make_operand(x, from, ss, src_lay, unsigned_side ? 0 : -100, 100);
+    double *want = bp_ref_copy(src.v, ss, ds, x->dt);
+    char what[256];
+    describe(what, sizeof what, "%s %s: src %s %s%s into %s%s", mode ? "copy" : "cast",
+             bp_dtype_name(x->dt), bp_dtype_name(from), str(ss).s, layout_names[src_lay],
+             str(ds).s, out_names[mode]);
+    copy_args args = {src.t, x->dt};
+    run_case(x, what, mode, NULL, ds, call_copy, &args, want, 1);
+    free(want);
+    operand_free(&src);
+}
+
+static void test_copy(void **state) {
+    ctx x = begin(state);
+    /* from every dtype: the kernel is the destination's and converts any source */
+    for (int k = 0; k < BP_DTYPE_COUNT; k++) {
+        bp_ref_shape s = random_shape(&x, 1, 3, 24);
+        copy_case(&x, bp_test_all_dtypes[k], s, CONTIGUOUS, s, OUT_INTO);
+    }
+    bp_dtype other = bp_test_all_dtypes[rand_int(&x, 0, BP_DTYPE_COUNT - 1)];
+    copy_case(&x, x.dt, S2(17, 33), CONTIGUOUS, S2(17, 33), OUT_INTO);
+    copy_case(&x, other, S1(1), CONTIGUOUS, S1(1), OUT_NEW);
+    copy_case(&x, other, S2(9, 14), TRANSPOSED, S2(9, 14), OUT_INTO);
+    copy_case(&x, x.dt, S3(3, 4, 5), NARROWED, S3(3, 4, 5), OUT_NEW);
+    copy_case(&x, other, S2(3, 1), CONTIGUOUS, S3(4, 3, 5), OUT_INTO); /* broadcast */
+    copy_case(&x, x.dt, S0, CONTIGUOUS, S2(2, 3), OUT_INTO);
+    copy_case(&x, other, S2(6, 7), CONTIGUOUS, S2(6, 7), OUT_TRANSPOSED);
+    copy_case(&x, x.dt, S2(5, 1), CONTIGUOUS, S2(5, 6), OUT_NARROWED);
+    copy_case(&x, other, S2(0, 4), CONTIGUOUS, S2(0, 4), OUT_INTO);
+}
+
+/* ---- cat ---- */
+
+typedef struct cat_args {
+    bp_tensor *const *parts;
+    int n, dim;
+} cat_args;
+
+static void call_cat(const void *args, bp_tensor *out, bp_tensor **made) {
+    const cat_args *g = args;
+    if (out)
+        BP_CONF_OK(bp_cat_out(g->parts, g->n, g->dim, out));
+    else
+        BP_CONF_OK(bp_cat(g->parts, g->n, g->dim, made));
+}
+
+/* cat of n parts (shapes[i], laid out as lays[i]) along dim. */
+static void cat_case(ctx *x, int n, const bp_ref_shape *shapes, const layout *lays, int dim,
+                     out_mode mode) {
+    double lo, hi;
+    stale_range(x->dt, &lo, &hi);
+    lo = x->dt == BP_DTYPE_U8 ? 1 : lo;
+    operand parts[4];
+    bp_tensor *ts[4];
+    const double *vals[4];
+    char list[240] = "", what[320];
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        parts[i] = make_operand(x, x->dt, shapes[i], lays[i], lo, hi);
+        ts[i] = parts[i].t;
+        vals[i] = parts[i].v;
+        if (len < sizeof list)
+            len += (size_t)snprintf(list + len, sizeof list - len, " %s%s", str(shapes[i]).s,
+                                    layout_names[lays[i]]);
+    }
+    describe(what, sizeof what, "cat %s: dim %d of%s%s", bp_dtype_name(x->dt), dim, list,
+             out_names[mode]);
+    double *want = bp_ref_cat(vals, shapes, n, dim);
+    cat_args args = {ts, n, dim};
+    run_case(x, what, mode, NULL, bp_ref_cat_shape(shapes, n, dim), call_cat, &args, want, 1);
+    free(want);
+    for (int i = 0; i < n; i++)
+        operand_free(&parts[i]);
+}
+
+static void test_cat(void **state) {
+    ctx x = begin(state);
+    const layout flat[3] = {CONTIGUOUS, CONTIGUOUS, CONTIGUOUS};
+    const layout mixed[3] = {TRANSPOSED, CONTIGUOUS, NARROWED};
+    int64_t r = rand_int(&x, 1, 12), c = rand_int(&x, 1, 12);
+    bp_ref_shape rows[3] = {S2(rand_int(&x, 1, 9), c), S2(rand_int(&x, 1, 9), c), S2(1, c)};
+    cat_case(&x, 3, rows, flat, 0, OUT_NEW);
+    bp_ref_shape cols[3] = {S3(2, r, 17), S3(2, r, 0), S3(2, r, 33)}; /* an empty part */
+    cat_case(&x, 3, cols, flat, -1, OUT_NEW);
+    bp_ref_shape mids[3] = {S3(3, 5, 4), S3(3, 2, 4), S3(3, 7, 4)};
+    cat_case(&x, 3, mids, mixed, 1, OUT_NEW);
+    cat_case(&x, 3, mids, flat, 1, OUT_TRANSPOSED);
+    bp_ref_shape ones[3] = {S1(1), S1(17), S1(33)};
+    cat_case(&x, 3, ones, flat, 0, OUT_NARROWED);
+    cat_case(&x, 1, rows, mixed, 0, OUT_NEW);
+    bp_ref_shape empties[2] = {S2(0, 3), S2(0, 5)};
+    cat_case(&x, 2, empties, flat, 1, OUT_NEW);
+}
+
+/* ---- add, sub, mul, div ---- */
+
+typedef struct binary_args {
+    bp_ref_binary_op op;
+    bp_tensor *a, *b;
+} binary_args;
+
+static void call_binary(const void *args, bp_tensor *out, bp_tensor **made) {
+    const binary_args *g = args;
+    BP_CONF_OK(bp_test_binary(g->op, g->a, g->b, out, made));
+}
+
+/* Operand values: floats small, divisors away from 0; integers large enough that the
+ * results need more than float's 24 bits (a kernel computing in float fails), yet
+ * never overflow. */
+static void binary_range(bp_ref_binary_op op, bp_dtype dt, bool divisor, double *lo,
+                         double *hi) {
+    double big = dt == BP_DTYPE_I32 ? (op == BP_REF_MUL ? 3e4 : 1e9)
+                                    : (op == BP_REF_MUL ? 3e7 : 1e15);
+    *lo = divisor ? 0.5 : is_float(dt) ? -3 : -big;
+    *hi = divisor ? 3 : is_float(dt) ? 3 : big;
+}
+
+static void binary_case(ctx *x, bp_ref_binary_op op, bp_ref_shape sa, layout la,
+                        bp_ref_shape sb, layout lb, out_mode mode) {
+    double alo, ahi, blo, bhi;
+    binary_range(op, x->dt, false, &alo, &ahi);
+    binary_range(op, x->dt, op == BP_REF_DIV, &blo, &bhi);
+    operand a = make_operand(x, x->dt, sa, la, alo, ahi);
+    operand b = make_operand(x, x->dt, sb, lb, blo, bhi);
+    double *want = bp_ref_binary(op, x->dt, sa, a.v, sb, b.v);
+    char what[256];
+    describe(what, sizeof what, "%s %s: a %s%s, b %s%s%s", x->op, bp_dtype_name(x->dt),
+             str(sa).s, layout_names[la], str(sb).s, layout_names[lb], out_names[mode]);
+    binary_args args = {op, a.t, b.t};
+    run_case(x, what, mode, &a, bp_ref_broadcast_shape((const bp_ref_shape[]){sa, sb}, 2),
+             call_binary, &args, want, 1);
+    free(want);
+    operand_free(&a);
+    operand_free(&b);
+}
+
+static void test_binary(void **state) {
+    ctx x = begin(state);
+    bp_ref_binary_op op = BP_REF_ADD;
+    while (strcmp(bp_ref_binary_name(op), x.op) != 0)
+        op++;
+    bp_ref_shape s = random_shape(&x, 1, 4, 12);
+    binary_case(&x, op, s, CONTIGUOUS, s, CONTIGUOUS, OUT_NEW);
+    binary_case(&x, op, S1(1), CONTIGUOUS, S1(1), CONTIGUOUS, OUT_NEW);
+    binary_case(&x, op, S2(17, 33), CONTIGUOUS, S2(17, 33), CONTIGUOUS, OUT_INTO);
+    binary_case(&x, op, S3(4, 1, 5), CONTIGUOUS, S2(3, 1), CONTIGUOUS, OUT_NEW);
+    binary_case(&x, op, S0, CONTIGUOUS, S2(2, 3), CONTIGUOUS, OUT_NEW);
+    binary_case(&x, op, S2(9, 14), TRANSPOSED, S2(9, 14), NARROWED, OUT_NEW);
+    binary_case(&x, op, S2(0, 4), CONTIGUOUS, S2(1, 4), CONTIGUOUS, OUT_NEW);
+    binary_case(&x, op, S2(6, 7), CONTIGUOUS, S1(7), CONTIGUOUS, OUT_TRANSPOSED);
+    binary_case(&x, op, S2(5, 8), CONTIGUOUS, S2(5, 1), CONTIGUOUS, OUT_IN_PLACE);
+}
+
+/* ---- scale, exp, tanh, silu, gelu ---- */
+
+typedef struct unary_args {
+    bp_ref_unary_op op;
+    bp_tensor *a;
+    double alpha;
+} unary_args;
+
+static void call_unary(const void *args, bp_tensor *out, bp_tensor **made) {
+    const unary_args *g = args;
+    BP_CONF_OK(bp_test_unary(g->op, g->a, g->alpha, out, made));
+}
+
+/* The range of the large-magnitude case: far into the saturated tails, and for exp
+ * up to results near the top of the dtype's range. */
+static double unary_large(bp_ref_unary_op op, bp_dtype dt) {
+    if (op == BP_REF_EXP)
+        return dt == BP_DTYPE_F16 ? 10 : 80;
+    return op == BP_REF_SCALE ? 1000 : 60;
+}
+
+static void unary_case(ctx *x, bp_ref_unary_op op, bp_ref_shape s, layout lay, out_mode mode,
+                       double range) {
+    double alpha = rand_real(x, 0.25, 3) * (rand_int(x, 0, 1) ? -1 : 1);
+    operand a = make_operand(x, x->dt, s, lay, -range, range);
+    double *want = bp_ref_unary(op, a.v, bp_ref_numel(s), alpha);
+    char what[256], param[48] = "";
+    if (op == BP_REF_SCALE)
+        snprintf(param, sizeof param, ", alpha %.9g", alpha);
+    else if (op == BP_REF_GELU_TANH)
+        snprintf(param, sizeof param, ", approximate_tanh");
+    describe(what, sizeof what, "%s %s: x %s%s in [%g, %g)%s%s", x->op, bp_dtype_name(x->dt),
+             str(s).s, layout_names[lay], -range, range, param, out_names[mode]);
+    unary_args args = {op, a.t, alpha};
+    run_case(x, what, mode, &a, s, call_unary, &args, want, 1);
+    free(want);
+    operand_free(&a);
+}
+
+static void test_unary(void **state) {
+    ctx x = begin(state);
+    bp_ref_unary_op first = BP_REF_EXP;
+    while (strcmp(bp_ref_unary_name(first), x.op) != 0)
+        first++;
+    /* gelu has two forms (erf, then tanh): each case runs both */
+    bp_ref_unary_op last = first == BP_REF_GELU ? BP_REF_GELU_TANH : first;
+    for (bp_ref_unary_op op = first; op <= last; op++) {
+        unary_case(&x, op, random_shape(&x, 1, 4, 12), CONTIGUOUS, OUT_NEW, 4);
+        unary_case(&x, op, S1(1), CONTIGUOUS, OUT_NEW, 4);
+        unary_case(&x, op, S0, CONTIGUOUS, OUT_INTO, 4);
+        unary_case(&x, op, S2(17, 33), CONTIGUOUS, OUT_NEW, 4);
+        unary_case(&x, op, S2(9, 14), TRANSPOSED, OUT_NEW, 4);
+        unary_case(&x, op, S3(2, 3, 5), NARROWED, OUT_NARROWED, 4);
+        unary_case(&x, op, S2(0, 4), CONTIGUOUS, OUT_NEW, 4);
+        unary_case(&x, op, S2(6, 7), CONTIGUOUS, OUT_TRANSPOSED, 4);
+        unary_case(&x, op, S2(5, 8), CONTIGUOUS, OUT_IN_PLACE, 4);
+        unary_case(&x, op, S2(4, 33), CONTIGUOUS, OUT_NEW, unary_large(op, x.dt));
+    }
+}
+
+/* ---- where ---- */
+
+typedef struct where_args {
+    bp_tensor *c, *a, *b;
+} where_args;
+
+static void call_where(const void *args, bp_tensor *out, bp_tensor **made) {
+    const where_args *g = args;
+    if (out)
+        BP_CONF_OK(bp_where_out(g->c, g->a, g->b, out));
+    else
+        BP_CONF_OK(bp_where(g->c, g->a, g->b, made));
+}
+
+/* cond of shape sc (laid out as lc), a of sa (as la) and b of sb. */
+static void where_case(ctx *x, bp_ref_shape sc, layout lc, bp_ref_shape sa, layout la,
+                       bp_ref_shape sb, out_mode mode) {
+    double lo, hi;
+    stale_range(x->dt, &lo, &hi);
+    lo = x->dt == BP_DTYPE_U8 ? 1 : lo;
+    operand c = make_operand(x, BP_DTYPE_BOOL, sc, lc, 0, 1);
+    operand a = make_operand(x, x->dt, sa, la, lo, hi);
+    operand b = make_operand(x, x->dt, sb, CONTIGUOUS, lo, hi);
+    double *want = bp_ref_where(sc, c.v, sa, a.v, sb, b.v);
+    char what[256];
+    describe(what, sizeof what, "where %s: cond %s%s, a %s%s, b %s%s", bp_dtype_name(x->dt),
+             str(sc).s, layout_names[lc], str(sa).s, layout_names[la], str(sb).s,
+             out_names[mode]);
+    where_args args = {c.t, a.t, b.t};
+    run_case(x, what, mode, &a, bp_ref_broadcast_shape((const bp_ref_shape[]){sc, sa, sb}, 3),
+             call_where, &args, want, 1);
+    free(want);
+    operand_free(&c);
+    operand_free(&a);
+    operand_free(&b);
+}
+
+static void test_where(void **state) {
+    ctx x = begin(state);
+    const layout C = CONTIGUOUS;
+    bp_ref_shape s = random_shape(&x, 1, 4, 12);
+    where_case(&x, s, C, s, C, s, OUT_NEW);
+    where_case(&x, S3(3, 1, 5), C, S2(4, 1), C, S1(5), OUT_NEW);
+    where_case(&x, S1(1), C, S0, C, S1(1), OUT_NEW);
+    where_case(&x, S2(17, 33), C, S2(17, 1), C, S2(1, 33), OUT_INTO);
+    where_case(&x, S2(9, 14), TRANSPOSED, S2(9, 14), NARROWED, S2(9, 14), OUT_NEW);
+    where_case(&x, S2(0, 4), C, S1(4), C, S2(1, 4), OUT_NEW);
+    where_case(&x, S2(6, 7), C, S2(6, 7), C, S1(7), OUT_TRANSPOSED);
+    where_case(&x, S2(5, 8), C, S2(5, 8), C, S2(5, 1), OUT_IN_PLACE);
+}
+
+/* ---- sum, max, mean ---- */
+
+typedef struct reduce_args {
+    bp_ref_reduce_op op;
+    bp_tensor *a;
+    int dim, keepdim;
+} reduce_args;
+
+static void call_reduce(const void *args, bp_tensor *out, bp_tensor **made) {
+    const reduce_args *g = args;
+    BP_CONF_OK(bp_test_reduce(g->op, g->a, g->dim, g->keepdim, out, made));
+}
+
+/* Values to reduce: floats in [-1, 1] (sums cancel, so larger values would only test
+ * the tolerance), max over a wide range; integers whose sums need more than float's 24
+ * bits (i32: 40 terms at most stay below 2^31; i64: exact in the float64 reference). */
+static double reduce_range(bp_ref_reduce_op op, bp_dtype dt) {
+    if (dt == BP_DTYPE_I32)
+        return 5e7;
+    if (dt == BP_DTYPE_I64)
+        return 1e12;
+    return op == BP_REF_MAX ? 1e4 : 1;
+}
+
+static void reduce_case(ctx *x, bp_ref_reduce_op op, bp_ref_shape s, layout lay, int dim,
+                        int keepdim, out_mode mode) {
+    double range = reduce_range(op, x->dt);
+    operand a = make_operand(x, x->dt, s, lay, -range, range);
+    int d = s.ndim == 0 ? 0 : (dim < 0 ? dim + s.ndim : dim);
+    double terms = op == BP_REF_MAX ? 1 : (double)(s.ndim ? s.d[d] : 1);
+    double *want = bp_ref_reduce(op, a.v, s, dim, x->dt);
+    char what[256];
+    describe(what, sizeof what, "%s %s: x %s%s, dim %d, keepdim %d%s", x->op,
+             bp_dtype_name(x->dt), str(s).s, layout_names[lay], dim, keepdim, out_names[mode]);
+    reduce_args args = {op, a.t, dim, keepdim};
+    run_case(x, what, mode, &a, bp_ref_reduced_shape(s, dim, keepdim), call_reduce, &args, want,
+             terms);
+    free(want);
+    operand_free(&a);
+}
+
+static void test_reduce(void **state) {
+    ctx x = begin(state);
+    bp_ref_reduce_op op = BP_REF_SUM;
+    while (strcmp(bp_ref_reduce_name(op), x.op) != 0)
+        op++;
+    for (int i = 0; i < 3; i++) {
+        bp_ref_shape s = random_shape(&x, 1, 3, 40);
+        int dim = (int)rand_int(&x, -s.ndim, s.ndim - 1);
+        reduce_case(&x, op, s, CONTIGUOUS, dim, (int)rand_int(&x, 0, 1), OUT_NEW);
+    }
+    reduce_case(&x, op, S1(1), CONTIGUOUS, 0, 0, OUT_NEW);
+    reduce_case(&x, op, S0, CONTIGUOUS, -1, 1, OUT_NEW);
+    reduce_case(&x, op, S2(17, 33), CONTIGUOUS, 0, 1, OUT_INTO);
+    reduce_case(&x, op, S2(17, 33), CONTIGUOUS, -1, 0, OUT_NEW);
+    reduce_case(&x, op, S3(7, 5, 3), TRANSPOSED, 1, 0, OUT_NEW);
+    reduce_case(&x, op, S3(4, 6, 9), NARROWED, 2, 1, OUT_TRANSPOSED);
+    reduce_case(&x, op, S2(0, 4), CONTIGUOUS, 1, 0, OUT_NEW); /* nothing to reduce */
+    if (op != BP_REF_MAX)                                     /* max refuses an empty dim */
+        reduce_case(&x, op, S2(0, 4), CONTIGUOUS, 0, 1, OUT_NEW);
+}
+
+/* ---- softmax ---- */
+
+typedef struct softmax_args {
+    bp_tensor *a;
+    float scale;
+    int causal;
+} softmax_args;
+
+static void call_softmax(const void *args, bp_tensor *out, bp_tensor **made) {
+    const softmax_args *g = args;
+    if (out)
+        BP_CONF_OK(bp_softmax_out(g->a, g->scale, g->causal, out));
+    else
+        BP_CONF_OK(bp_softmax(g->a, g->scale, g->causal, made));
+}
+
+static void softmax_case(ctx *x, bp_ref_shape s, layout lay, float scale, int causal,
+                         out_mode mode, double lo, double hi) {
+    operand a = make_operand(x, x->dt, s, lay, lo, hi);
+    double *want = bp_ref_softmax(a.v, s, scale, causal);
+    char what[256];
+    describe(what, sizeof what, "softmax %s: x %s%s in [%g, %g), scale %.9g, causal %d%s",
+             bp_dtype_name(x->dt), str(s).s, layout_names[lay], lo, hi, (double)scale, causal,
+             out_names[mode]);
+    softmax_args args = {a.t, scale, causal};
+    run_case(x, what, mode, &a, s, call_softmax, &args, want, s.ndim ? (double)s.d[s.ndim - 1] : 1);
+    free(want);
+    operand_free(&a);
+}
+
+static void test_softmax(void **state) {
+    ctx x = begin(state);
+    float scale = (float)rand_real(&x, 0.2, 2);
+    softmax_case(&x, random_shape(&x, 1, 3, 40), CONTIGUOUS, scale, 0, OUT_NEW, -5, 5);
+    int64_t sq = rand_int(&x, 1, 20);
+    softmax_case(&x, S3(2, sq, sq + rand_int(&x, 1, 20)), CONTIGUOUS, scale, 1, OUT_NEW, -5, 5);
+    softmax_case(&x, S2(sq + 7, 7), CONTIGUOUS, scale, 1, OUT_NEW, -5, 5); /* Sq > Sk */
+    softmax_case(&x, S2(1, 1), CONTIGUOUS, 1, 0, OUT_NEW, -5, 5);
+    softmax_case(&x, S0, CONTIGUOUS, 1, 0, OUT_NEW, -5, 5);
+    softmax_case(&x, S2(17, 33), CONTIGUOUS, scale, 0, OUT_INTO, -5, 5);
+    softmax_case(&x, S2(0, 4), CONTIGUOUS, 1, 0, OUT_NEW, -5, 5);
+    softmax_case(&x, S2(4, 0), CONTIGUOUS, 1, 0, OUT_NEW, -5, 5);
+    softmax_case(&x, S3(2, 6, 11), TRANSPOSED, 0.5f, 1, OUT_NEW, -4, 4);
+    softmax_case(&x, S2(5, 9), NARROWED, scale, 0, OUT_TRANSPOSED, -4, 4);
+    /* Logits near +-100: exp overflows f32 (which f16 and bf16 compute in) unless the
+     * row's max is subtracted first, and underflows on the negative side. */
+    softmax_case(&x, S2(3, 37), CONTIGUOUS, 1, 0, OUT_NEW, 95, 105);
+    softmax_case(&x, S2(3, 37), CONTIGUOUS, 1, 0, OUT_NEW, -105, -95);
+    softmax_case(&x, S3(2, 9, 9), CONTIGUOUS, 1, 1, OUT_NEW, 95, 105);
+}
+
+/* ---- rmsnorm, layernorm ---- */
+
+typedef struct norm_args {
+    bool layer; /* layernorm, else rmsnorm */
+    bp_tensor *x, *w, *b;
+    float eps;
+} norm_args;
+
+static void call_norm(const void *args, bp_tensor *out, bp_tensor **made) {
+    const norm_args *g = args;
+    if (g->layer && out)
+        BP_CONF_OK(bp_layernorm_out(g->x, g->w, g->b, g->eps, out));
+    else if (g->layer)
+        BP_CONF_OK(bp_layernorm(g->x, g->w, g->b, g->eps, made));
+    else if (out)
+        BP_CONF_OK(bp_rmsnorm_out(g->x, g->w, g->eps, out));
+    else
+        BP_CONF_OK(bp_rmsnorm(g->x, g->w, g->eps, made));
+}
+
+/* x of shape s (laid out as lay) with values in [lo, hi), an optional weight (narrowed
+ * when x is strided) and bias. */
+static void norm_case(ctx *x, bool layer, bp_ref_shape s, layout lay, bool weight, bool bias,
+                      out_mode mode, double lo, double hi) {
+    int64_t d = s.d[s.ndim - 1];
+    float eps = weight ? 1e-5f : 1e-6f;
+    operand xo = make_operand(x, x->dt, s, lay, lo, hi), w = {0}, b = {0};
+    if (weight)
+        w = make_operand(x, x->dt, S1(d), lay == CONTIGUOUS ? CONTIGUOUS : NARROWED, 0.5, 1.5);
+    if (bias)
+        b = make_operand(x, x->dt, S1(d), CONTIGUOUS, -1, 1);
+    double *want = layer ? bp_ref_layernorm(xo.v, bp_ref_numel(s), d, w.v, b.v, eps)
+                         : bp_ref_rmsnorm(xo.v, bp_ref_numel(s), d, w.v, eps);
+    char what[256];
+    describe(what, sizeof what, "%s %s: x %s%s in [%g, %g), weight %d, bias %d%s", x->op,
+             bp_dtype_name(x->dt), str(s).s, layout_names[lay], lo, hi, weight, bias,
+             out_names[mode]);
+    norm_args args = {layer, xo.t, w.t, b.t, eps};
+    run_case(x, what, mode, &xo, s, call_norm, &args, want, (double)d);
+    free(want);
+    operand_free(&xo);
+    operand_free(&w);
+    operand_free(&b);
+}
+
+static void test_norm(void **state) {
+    ctx x = begin(state);
+    bool ln = strcmp(x.op, "layernorm") == 0;
+    bool w = rand_int(&x, 0, 1), b = ln && rand_int(&x, 0, 1);
+    norm_case(&x, ln, random_shape(&x, 1, 3, 40), CONTIGUOUS, w, b, OUT_NEW, -1, 3);
+    norm_case(&x, ln, random_shape(&x, 2, 2, 64), CONTIGUOUS, !w, ln && !b, OUT_NEW, -1, 3);
+    norm_case(&x, ln, S2(1, 1), CONTIGUOUS, true, ln, OUT_NEW, -1, 3);
+    norm_case(&x, ln, S2(17, 33), CONTIGUOUS, true, ln, OUT_INTO, -1, 3);
+    norm_case(&x, ln, S2(0, 8), CONTIGUOUS, true, ln, OUT_NEW, -1, 3);
+    norm_case(&x, ln, S2(3, 0), CONTIGUOUS, false, false, OUT_NEW, -1, 3);
+    norm_case(&x, ln, S2(5, 12), TRANSPOSED, true, ln, OUT_NEW, -2, 2);
+    norm_case(&x, ln, S3(2, 3, 10), NARROWED, true, false, OUT_TRANSPOSED, -2, 2);
+    /* Rows far from 0: a variance taken as E[x^2] - E[x]^2 in f32 cancels away. */
+    norm_case(&x, ln, S2(4, 64), CONTIGUOUS, false, false, OUT_NEW, 990, 1010);
+}
+
+/* ---- rope ---- */
+
+typedef struct rope_args {
+    bp_tensor *a;
+    const bp_rope_attrs *attrs;
+} rope_args;
+
+static void call_rope(const void *args, bp_tensor *out, bp_tensor **made) {
+    const rope_args *g = args;
+    if (out)
+        BP_CONF_OK(bp_rope_out(g->a, g->attrs, out));
+    else
+        BP_CONF_OK(bp_rope(g->a, g->attrs, made));
+}
+
+/* Random attributes; positions stay below 100, where f32 angles are still exact enough
+ * for the f32 tolerance. */
+static void rope_case(ctx *x, bp_ref_shape s, layout lay, out_mode mode) {
+    bp_rope_attrs attrs = {.theta = rand_int(x, 0, 1) ? 10000.0f : 500000.0f,
+                           .position_offset = (int32_t)rand_int(x, 0, 64),
+                           .interleaved = (int32_t)rand_int(x, 0, 1)};
+    operand a = make_operand(x, x->dt, s, lay, -2, 2);
+    double *want = bp_ref_rope(a.v, s, &attrs);
+    char what[256];
+    describe(what, sizeof what, "rope %s: x %s%s, theta %g, position_offset %d, interleaved %d%s",
+             bp_dtype_name(x->dt), str(s).s, layout_names[lay], (double)attrs.theta,
+             attrs.position_offset, attrs.interleaved, out_names[mode]);
+    rope_args args = {a.t, &attrs};
+    run_case(x, what, mode, &a, s, call_rope, &args, want, 1);
+    free(want);
+    operand_free(&a);
+}
+
+static void test_rope(void **state) {
+    ctx x = begin(state);
+    for (int i = 0; i < 2; i++)
+        rope_case(&x, S3(rand_int(&x, 1, 3), rand_int(&x, 1, 20), 2 * rand_int(&x, 1, 32)),
+                  CONTIGUOUS, OUT_NEW);
+    rope_case(&x, S3(1, 1, 2), CONTIGUOUS, OUT_NEW);
+    rope_case(&x, S3(2, 17, 34), CONTIGUOUS, OUT_INTO);
+    rope_case(&x, S3(3, 0, 4), CONTIGUOUS, OUT_NEW);
+    rope_case(&x, S4(2, 3, 9, 16), TRANSPOSED, OUT_NEW); /* D not unit-stride */
+    rope_case(&x, S3(2, 5, 12), NARROWED, OUT_TRANSPOSED);
+}
+
+/* ---- matmul ---- */
+
+typedef struct matmul_args {
+    bp_tensor *a, *b;
+    int ta, tb;
+} matmul_args;
+
+static void call_matmul(const void *args, bp_tensor *out, bp_tensor **made) {
+    const matmul_args *g = args;
+    if (out)
+        BP_CONF_OK(bp_matmul_out(g->a, g->b, g->ta, g->tb, out));
+    else
+        BP_CONF_OK(bp_matmul(g->a, g->b, g->ta, g->tb, made));
+}
+
+static void matmul_case(ctx *x, bp_ref_shape sa, layout la, bp_ref_shape sb, layout lb, int ta,
+                        int tb, out_mode mode) {
+    operand a = make_operand(x, x->dt, sa, la, -1, 1);
+    operand b = make_operand(x, x->dt, sb, lb, -1, 1);
+    double *want = bp_ref_matmul(a.v, sa, b.v, sb, ta, tb);
+    char what[256];
+    describe(what, sizeof what, "matmul %s: a %s%s, b %s%s, trans_a %d, trans_b %d%s",
+             bp_dtype_name(x->dt), str(sa).s, layout_names[la], str(sb).s, layout_names[lb], ta,
+             tb, out_names[mode]);
+    matmul_args args = {a.t, b.t, ta, tb};
+    run_case(x, what, mode, NULL, bp_ref_matmul_shape(sa, sb, ta, tb), call_matmul, &args, want,
+             (double)sa.d[sa.ndim - (ta ? 2 : 1)]);
+    free(want);
+    operand_free(&a);
+    operand_free(&b);
+}
+
+static void test_matmul(void **state) {
+    ctx x = begin(state);
+    const layout C = CONTIGUOUS;
+    for (int i = 0; i < 2; i++) {
+        int64_t m = rand_int(&x, 1, 64), k = rand_int(&x, 1, 64), n = rand_int(&x, 1, 64);
+        int ta = (int)rand_int(&x, 0, 1), tb = (int)rand_int(&x, 0, 1);
+        matmul_case(&x, ta ? S2(k, m) : S2(m, k), C, tb ? S2(n, k) : S2(k, n), C, ta, tb,
+                    OUT_NEW);
+    }
+    matmul_case(&x, S2(1, 1), C, S2(1, 1), C, 0, 0, OUT_NEW);
+    matmul_case(&x, S2(17, 33), C, S2(33, 19), C, 0, 0, OUT_INTO);
+    matmul_case(&x, S4(2, 1, 5, 6), C, S3(3, 6, 4), C, 0, 0, OUT_NEW); /* batch broadcast */
+    matmul_case(&x, S2(5, 6), C, S3(4, 6, 7), C, 0, 0, OUT_NEW);
+    matmul_case(&x, S3(3, 9, 20), C, S3(3, 11, 20), C, 0, 1, OUT_NEW);
+    matmul_case(&x, S2(33, 17), TRANSPOSED, S2(17, 12), NARROWED, 0, 0, OUT_NEW);
+    matmul_case(&x, S2(4, 0), C, S2(0, 3), C, 0, 0, OUT_NEW); /* K = 0: zeros */
+    matmul_case(&x, S2(0, 5), C, S2(5, 3), C, 0, 0, OUT_NEW);
+    matmul_case(&x, S2(10, 13), C, S2(9, 10), C, 1, 1, OUT_TRANSPOSED);
+}
+
+/* ---- sdpa ---- */
+
+typedef struct sdpa_spec {
+    bp_ref_sdpa_dims n;
+    bp_sdpa_attrs attrs;
+    bool alibi;
+    bool null_attrs; /* call with attrs NULL (all defaults) */
+    layout lay;      /* of q, k and v */
+    out_mode mode;
+} sdpa_spec;
+
+typedef struct sdpa_args {
+    bp_tensor *q, *k, *v, *slopes;
+    const bp_sdpa_attrs *attrs;
+} sdpa_args;
+
+static void call_sdpa(const void *args, bp_tensor *out, bp_tensor **made) {
+    const sdpa_args *g = args;
+    if (out)
+        BP_CONF_OK(bp_sdpa_out(g->q, g->k, g->v, g->slopes, g->attrs, out));
+    else
+        BP_CONF_OK(bp_sdpa(g->q, g->k, g->v, g->slopes, g->attrs, made));
+}
+
+static void sdpa_case(ctx *x, sdpa_spec c) {
+    bp_ref_sdpa_dims n = c.n;
+    operand q = make_operand(x, x->dt, S4(n.b, n.h, n.sq, n.d), c.lay, -1, 1);
+    operand k = make_operand(x, x->dt, S4(n.b, n.hkv, n.sk, n.d), c.lay, -1, 1);
+    operand v = make_operand(x, x->dt, S4(n.b, n.hkv, n.sk, n.d), c.lay, -1, 1);
+    double *sv = NULL;
+    bp_tensor *slopes = c.alibi ? bp_test_alibi_slopes(bp_conf.device, n.h, &sv) : NULL;
+    const bp_sdpa_attrs *attrs = c.null_attrs ? NULL : &c.attrs;
+    double *want = bp_ref_sdpa(n, attrs, bp_ref_view4_contiguous(q.v, n.h, n.sq, n.d),
+                               bp_ref_view4_contiguous(k.v, n.hkv, n.sk, n.d),
+                               bp_ref_view4_contiguous(v.v, n.hkv, n.sk, n.d), sv);
+    char what[320];
+    describe(what, sizeof what, "sdpa %s: q %s, k and v %s%s, scale %g, causal %d, window %d, "
+             "softcap %g, alibi %d%s%s", bp_dtype_name(x->dt), str(q.shape).s, str(k.shape).s,
+             layout_names[c.lay], (double)c.attrs.scale, c.attrs.causal, c.attrs.window,
+             (double)c.attrs.softcap, c.alibi, c.null_attrs ? ", attrs NULL" : "",
+             out_names[c.mode]);
+    sdpa_args args = {q.t, k.t, v.t, slopes, attrs};
+    run_case(x, what, c.mode, NULL, q.shape, call_sdpa, &args, want, (double)n.sk);
+    free(want);
+    free(sv);
+    bp_tensor_release(slopes);
+    operand_free(&q);
+    operand_free(&k);
+    operand_free(&v);
+}
+
+/* Random sizes (grouped-query heads included) and a random mix of the attributes. */
+static sdpa_spec random_sdpa(ctx *x) {
+    int64_t hkv = rand_int(x, 1, 2);
+    sdpa_spec c = {.n = {.b = rand_int(x, 1, 2), .h = hkv * rand_int(x, 1, 3), .hkv = hkv,
+                         .sq = rand_int(x, 1, 48), .sk = rand_int(x, 1, 48),
+                         .d = rand_int(x, 1, 64)}};
+    c.attrs.scale = rand_int(x, 0, 1) ? (float)rand_real(x, 0.1, 0.5) : 0;
+    c.attrs.causal = (int32_t)rand_int(x, 0, 1);
+    c.attrs.window = rand_int(x, 0, 1) ? (int32_t)rand_int(x, 1, 16) : 0;
+    c.attrs.softcap = rand_int(x, 0, 1) ? (float)rand_real(x, 0.5, 5) : 0;
+    c.alibi = rand_int(x, 0, 1);
+    return c;
+}
+
+static void test_sdpa(void **state) {
+    ctx x = begin(state);
+    for (int i = 0; i < 3; i++)
+        sdpa_case(&x, random_sdpa(&x));
+    const bp_sdpa_attrs all = {.scale = 0.5f, .causal = 1, .window = 9, .softcap = 2.0f};
+    sdpa_case(&x, (sdpa_spec){.n = {1, 1, 1, 1, 1, 1}});
+    sdpa_case(&x, (sdpa_spec){.n = {1, 4, 2, 17, 33, 24}, .attrs = all, .alibi = true,
+                              .mode = OUT_INTO});
+    /* a window without causal: rows past Sk + window - 1 see no key and are 0 */
+    sdpa_case(&x, (sdpa_spec){.n = {1, 2, 2, 37, 10, 8}, .attrs = {.window = 5}});
+    sdpa_case(&x, (sdpa_spec){.n = {1, 2, 1, 4, 0, 8}});                        /* Sk = 0 */
+    sdpa_case(&x, (sdpa_spec){.n = {1, 2, 1, 0, 5, 8}, .attrs = {.causal = 1}}); /* empty */
+    sdpa_case(&x, (sdpa_spec){.n = {2, 4, 2, 13, 21, 16}, .attrs = all, .alibi = true,
+                              .lay = TRANSPOSED});
+    sdpa_case(&x, (sdpa_spec){.n = {1, 2, 2, 9, 11, 16}, .null_attrs = true, .lay = NARROWED});
+    sdpa_case(&x, (sdpa_spec){.n = {1, 3, 1, 7, 12, 10}, .attrs = {.causal = 1},
+                              .mode = OUT_TRANSPOSED});
+}
+
+/* ---- the group ---- */
+
+static const char checks_fill[] =
+    "fill writes the value converted to the dtype into contiguous, strided and empty tensors";
+static const char checks_copy[] =
+    "copy converts from every dtype, reads strided and broadcast sources, writes views";
+static const char checks_cat[] =
+    "cat along every dim matches the reference, with empty, strided parts and an _out view";
+static const char checks_binary[] =
+    "the op matches the reference with broadcasting, strided inputs and outputs, in place";
+static const char checks_unary[] =
+    "the op matches the reference on strided, empty and large-magnitude inputs, in place";
+static const char checks_where[] =
+    "where selects like the reference with broadcasting and strided cond and inputs";
+static const char checks_reduce[] =
+    "the reduction over each dim, keepdim or not, matches the reference, empty dims included";
+static const char checks_softmax[] =
+    "softmax with scale and causal masks matches the reference, logits near +-100 included";
+static const char checks_norm[] =
+    "the norm matches the reference with and without weight/bias, rows far from 0 included";
+static const char checks_rope[] =
+    "rope matches the reference for both pair layouts, offsets and strided inputs";
+static const char checks_matmul[] =
+    "matmul matches the reference with transposes, batch broadcasting, K = 0, strided views";
+static const char checks_sdpa[] =
+    "sdpa matches the reference for causal, window, softcap, ALiBi and grouped-query heads";
+
+/* One test "<op>_<dtype>" running fn on that pair. */
+#define OP_TEST(op, dt, DT, fn, checks) \
+    {#op "_" #dt, fn, checks, &(op_case){#op, BP_DTYPE_##DT}},
+
+#define FLOAT_DTYPES(X, op, fn, checks) \
+    X(op, f32, F32, fn, checks) X(op, f16, F16, fn, checks) X(op, bf16, BF16, fn, checks)
+#define ARITH_DTYPES(X, op, fn, checks) \
+    FLOAT_DTYPES(X, op, fn, checks) X(op, i32, I32, fn, checks) X(op, i64, I64, fn, checks)
+#define ALL_DTYPES(X, op, fn, checks)                                                       \
+    FLOAT_DTYPES(X, op, fn, checks) X(op, f64, F64, fn, checks) X(op, i8, I8, fn, checks)   \
+    X(op, u8, U8, fn, checks) X(op, i32, I32, fn, checks) X(op, i64, I64, fn, checks)       \
+    X(op, bool, BOOL, fn, checks)
+
+/* The pairs of ops/cpu/<file>.list, in the order of docs/ops.md's dtype table. */
+static const bp_conf_test ops_tests[] = {
+    ALL_DTYPES(OP_TEST, fill, test_fill, checks_fill)
+    ALL_DTYPES(OP_TEST, copy, test_copy, checks_copy)
+    ALL_DTYPES(OP_TEST, cat, test_cat, checks_cat)
+    ARITH_DTYPES(OP_TEST, add, test_binary, checks_binary)
+    ARITH_DTYPES(OP_TEST, sub, test_binary, checks_binary)
+    ARITH_DTYPES(OP_TEST, mul, test_binary, checks_binary)
+    FLOAT_DTYPES(OP_TEST, div, test_binary, checks_binary)
+    FLOAT_DTYPES(OP_TEST, scale, test_unary, checks_unary)
+    FLOAT_DTYPES(OP_TEST, exp, test_unary, checks_unary)
+    FLOAT_DTYPES(OP_TEST, tanh, test_unary, checks_unary)
+    FLOAT_DTYPES(OP_TEST, silu, test_unary, checks_unary)
+    FLOAT_DTYPES(OP_TEST, gelu, test_unary, checks_unary)
+    ALL_DTYPES(OP_TEST, where, test_where, checks_where)
+    ARITH_DTYPES(OP_TEST, sum, test_reduce, checks_reduce)
+    ARITH_DTYPES(OP_TEST, max, test_reduce, checks_reduce)
+    FLOAT_DTYPES(OP_TEST, mean, test_reduce, checks_reduce)
+    FLOAT_DTYPES(OP_TEST, softmax, test_softmax, checks_softmax)
+    FLOAT_DTYPES(OP_TEST, rmsnorm, test_norm, checks_norm)
+    FLOAT_DTYPES(OP_TEST, layernorm, test_norm, checks_norm)
+    FLOAT_DTYPES(OP_TEST, rope, test_rope, checks_rope)
+    FLOAT_DTYPES(OP_TEST, matmul, test_matmul, checks_matmul)
+    FLOAT_DTYPES(OP_TEST, sdpa, test_sdpa, checks_sdpa)
+};
 
 const bp_conf_group bp_conf_group_ops = {
     .name = "ops",
-    .summary = "",
-    .tests = NULL,
-    .n_tests = 0,
+    .summary = "every (op, dtype) the device registers against the float64 reference",
+    .tests = ops_tests,
+    .n_tests = sizeof ops_tests / sizeof ops_tests[0],
+    .timeout_s = 300,
 };

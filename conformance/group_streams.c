@@ -1,9 +1,384 @@
-/* Conformance group "streams": (being written). */
+/* Conformance group "streams": stream creation, priorities, the default stream, query,
+ * synchronize, in-order execution, many concurrent streams and event waits between
+ * streams.
+ *
+ * The device may be much faster than the host (a GPU finishes the slow work before the
+ * next call returns) or much slower; so every check is one-directional: "query said
+ * done => the data is final", "after synchronize the data is final". A reader that must
+ * not be ordered after the writer reads through a separate stream. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "conformance.h"
+#include "expect.h"
+#include "work.h"
+
+/* Bytes of the buffers the slow work fills: large enough to be real work, small
+ * enough to download quickly. */
+#define FILL_BYTES ((size_t)1 << 20)
+
+/* Copies of bp_conf_slow_fill for the checks that only need "some work". */
+#define SLOW_ROUNDS 4
+
+/* Copies of the writer's work in wait_event_orders_streams: long (tens of
+ * milliseconds on a cpu, ~0.1 s) so that a reader that is not really held back by the
+ * event reads the buffer long before the writer's last step. */
+#define WAIT_ROUNDS 32
+
+/* bp_stream_query through the signature bp_conf_poll_until_done takes. */
+static bp_status query_stream(void *stream) {
+    return bp_stream_query(stream);
+}
+
+/* The first test of the group to call bp_stream_query: a backend whose query hangs is
+ * reported here (the runner names the test that was running at the timeout). */
+static void test_query(void **state) {
+    (void)state;
+    bp_device *dev = bp_conf.device;
+    uint64_t rng = bp_conf_test_seed();
+    int old_value, new_value;
+    bp_conf_two_bytes(&rng, &old_value, &new_value);
+    bp_stream *s = bp_conf_stream(), *reader = bp_conf_stream();
+    BP_CONF_OK(bp_stream_query(s)); /* a new stream has no work */
+
+    void *x = bp_conf_alloc(FILL_BYTES, s);
+    BP_CONF_OK(bp_memory_set_async(dev, x, old_value, FILL_BYTES, s));
+    BP_CONF_OK(bp_stream_synchronize(s));
+    BP_CONF_OK(bp_conf_slow_fill(s, x, FILL_BYTES, new_value, SLOW_ROUNDS));
+    bp_conf_poll_until_done(query_stream, s, "stream with slow work");
+    /* The reader is not ordered after s: only the query's answer makes this safe. */
+    bp_conf_expect_filled(reader, x, FILL_BYTES, new_value,
+                          "buffer read on another stream after bp_stream_query said done");
+
+    BP_CONF_OK(bp_conf_slow_fill(s, x, FILL_BYTES, old_value, SLOW_ROUNDS));
+    BP_CONF_OK(bp_stream_synchronize(s));
+    BP_CONF_OK(bp_stream_query(s));
+    bp_conf_expect_filled(reader, x, FILL_BYTES, old_value,
+                          "buffer read on another stream after synchronize");
+
+    BP_CONF_OK(bp_memory_free(dev, x));
+    BP_CONF_OK(bp_stream_destroy(s));
+    BP_CONF_OK(bp_stream_destroy(reader));
+}
+
+/* Many create/destroy cycles, each destroying a stream that still has work queued:
+ * destroy waits for the work, so the data is final when it returns. */
+static void test_create_destroy(void **state) {
+    (void)state;
+    enum { CYCLES = 64, SLOW_EVERY = 16, BLOCK = 16 << 10 };
+    bp_device *dev = bp_conf.device;
+    uint64_t rng = bp_conf_test_seed();
+    bp_stream *reader = bp_conf_stream();
+    unsigned char *x = bp_conf_alloc((size_t)CYCLES * BLOCK, reader);
+    unsigned char want[CYCLES];
+    for (int i = 0; i < CYCLES; i++) {
+        bp_stream *s = NULL;
+        BP_CONF_OK(bp_stream_create(dev, 0, &s));
+        if (!s || bp_stream_device(s) != dev)
+            fail_msg("bp_stream_create returned stream %p whose device is not the device "
+                     "under test",
+                     (void *)s);
+        want[i] = (unsigned char)(bp_conf_rand(&rng) % 255 + 1);
+        void *block = x + (size_t)i * BLOCK;
+        if (i % SLOW_EVERY == 0) {
+            BP_CONF_OK(bp_conf_slow_fill(s, block, BLOCK, want[i], SLOW_ROUNDS));
+            BP_CONF_OK(bp_stream_destroy(s));
+            bp_conf_expect_filled(reader, block, BLOCK, want[i],
+                                  "block written by a stream, read after destroying it");
+        } else {
+            BP_CONF_OK(bp_memory_set_async(dev, block, want[i], BLOCK, s));
+            BP_CONF_OK(bp_stream_destroy(s));
+        }
+    }
+    for (int i = 0; i < CYCLES; i++)
+        bp_conf_expect_filled(reader, x + (size_t)i * BLOCK, BLOCK, want[i],
+                              "block written by a destroyed stream");
+    BP_CONF_OK(bp_memory_free(dev, x));
+    BP_CONF_OK(bp_stream_destroy(reader));
+}
+
+/* A long chain on one stream whose result depends on the order: each step overwrites a
+ * shared scratch buffer and copies it into its own slot; then a mixed host/device chain
+ * with partial overwrites. */
+static void test_ordering(void **state) {
+    (void)state;
+    enum { STEPS = 256, BLOCK = 4096, N = 1 << 20 };
+    bp_device *dev = bp_conf.device;
+    uint64_t rng = bp_conf_test_seed();
+    bp_stream *s = bp_conf_stream();
+
+    unsigned char *scratch = bp_conf_alloc(BLOCK, s);
+    unsigned char *slots = bp_conf_alloc((size_t)STEPS * BLOCK, s);
+    unsigned char *want = malloc((size_t)STEPS * BLOCK);
+    assert_non_null(want);
+    for (int i = 0; i < STEPS; i++) {
+        int v = (int)(bp_conf_rand(&rng) % 255) + 1;
+        memset(want + (size_t)i * BLOCK, v, BLOCK);
+        BP_CONF_OK(bp_memory_set_async(dev, scratch, v, BLOCK, s));
+        BP_CONF_OK(bp_memory_copy_async(slots + (size_t)i * BLOCK, dev, scratch, dev, BLOCK, s));
+    }
+    bp_conf_expect_bytes(s, slots, want, (size_t)STEPS * BLOCK, "slots of the ordered chain");
+    free(want);
+
+    /* host -> device -> device -> host, with overwrites between the copies. */
+    unsigned char *src = malloc(N), *expected = malloc(N);
+    assert_non_null(src);
+    assert_non_null(expected);
+    bp_conf_random_bytes(src, N, bp_conf_rand(&rng));
+    unsigned char *d1 = bp_conf_alloc(N, s), *d2 = bp_conf_alloc(N, s);
+    BP_CONF_OK(bp_memory_set_async(dev, d1, 0x11, N, s));
+    BP_CONF_OK(bp_memory_copy_async(d1, dev, src, NULL, N, s));
+    BP_CONF_OK(bp_memory_set_async(dev, d1 + 3, 0x22, N / 2, s));
+    BP_CONF_OK(bp_memory_copy_async(d2, dev, d1, dev, N, s));
+    BP_CONF_OK(bp_memory_set_async(dev, d2 + N / 4 + 1, 0x33, N / 8, s));
+    BP_CONF_OK(bp_memory_copy_async(d1, dev, d2 + 5, dev, N - 5, s));
+    memcpy(expected, src, N);
+    memset(expected + 3, 0x22, N / 2);
+    memset(expected + N / 4 + 1, 0x33, N / 8);
+    memmove(expected, expected + 5, N - 5);
+    /* d1's last 5 bytes keep what the partial overwrite left there. */
+    memcpy(expected + N - 5, src + N - 5, 5);
+    bp_conf_expect_bytes(s, d1, expected, N, "result of the host/device chain");
+
+    free(src);
+    free(expected);
+    BP_CONF_OK(bp_memory_free(dev, d1));
+    BP_CONF_OK(bp_memory_free(dev, d2));
+    BP_CONF_OK(bp_memory_free(dev, scratch));
+    BP_CONF_OK(bp_memory_free(dev, slots));
+    BP_CONF_OK(bp_stream_destroy(s));
+}
+
+/* Many streams, each running its own chain, enqueued step by step across all of them
+ * so that they run concurrently. */
+static void test_many_streams(void **state) {
+    (void)state;
+    enum { STREAMS = 32, N = 256 << 10 };
+    bp_device *dev = bp_conf.device;
+    uint64_t rng = bp_conf_test_seed();
+    bp_stream *s[STREAMS];
+    unsigned char *a[STREAMS], *b[STREAMS], *src[STREAMS], *dst[STREAMS], *want[STREAMS];
+    int v[STREAMS], w[STREAMS];
+    for (int i = 0; i < STREAMS; i++) {
+        s[i] = bp_conf_stream();
+        a[i] = bp_conf_alloc(N, s[i]);
+        b[i] = bp_conf_alloc(N, s[i]);
+        src[i] = malloc(N);
+        dst[i] = calloc(1, N);
+        want[i] = malloc(N);
+        assert_true(src[i] && dst[i] && want[i]);
+        bp_conf_random_bytes(src[i], N, bp_conf_rand(&rng));
+        v[i] = (int)(bp_conf_rand(&rng) % 255) + 1;
+        w[i] = (int)(bp_conf_rand(&rng) % 255) + 1;
+        memcpy(want[i], src[i], N);
+        memset(want[i] + i, v[i], N / 4);
+        memset(want[i] + N / 2 + i, w[i], N / 8);
+    }
+    for (int i = 0; i < STREAMS; i++)
+        BP_CONF_OK(bp_memory_copy_async(a[i], dev, src[i], NULL, N, s[i]));
+    for (int i = 0; i < STREAMS; i++)
+        BP_CONF_OK(bp_memory_set_async(dev, a[i] + i, v[i], N / 4, s[i]));
+    for (int i = 0; i < STREAMS; i++)
+        BP_CONF_OK(bp_memory_copy_async(b[i], dev, a[i], dev, N, s[i]));
+    for (int i = 0; i < STREAMS; i++)
+        BP_CONF_OK(bp_memory_set_async(dev, b[i] + N / 2 + i, w[i], N / 8, s[i]));
+    for (int i = 0; i < STREAMS; i++)
+        BP_CONF_OK(bp_memory_copy_async(dst[i], NULL, b[i], dev, N, s[i]));
+    for (int i = 0; i < STREAMS; i++)
+        BP_CONF_OK(bp_stream_synchronize(s[i]));
+    for (int i = 0; i < STREAMS; i++)
+        for (size_t j = 0; j < N; j++)
+            if (dst[i][j] != want[i][j])
+                fail_msg("stream %d of %d: byte %zu is 0x%02x, expected 0x%02x", i, STREAMS, j,
+                         dst[i][j], want[i][j]);
+    for (int i = 0; i < STREAMS; i++) {
+        BP_CONF_OK(bp_memory_free(dev, a[i]));
+        BP_CONF_OK(bp_memory_free(dev, b[i]));
+        BP_CONF_OK(bp_stream_destroy(s[i]));
+        free(src[i]);
+        free(dst[i]);
+        free(want[i]);
+    }
+}
+
+static int clamp(int v, int lo, int hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Priorities at both ends of the device's range, 0 and beyond the range: the stream
+ * reports the clamped value, and work on it runs correctly. */
+static void test_priorities(void **state) {
+    (void)state;
+    bp_device *dev = bp_conf.device;
+    int greatest = bp_conf.props.stream_priority_greatest;
+    int least = bp_conf.props.stream_priority_least;
+    if (greatest > least)
+        fail_msg("stream_priority_greatest %d is above stream_priority_least %d (lower "
+                 "numbers are higher priority)",
+                 greatest, least);
+    /* Out of range on both sides, without overflowing int. */
+    int beyond_greatest = greatest > INT_MIN + 1000 ? greatest - 1000 : INT_MIN;
+    int beyond_least = least < INT_MAX - 1000 ? least + 1000 : INT_MAX;
+    const int asked[] = {least, greatest, 0, beyond_greatest, beyond_least};
+    uint64_t rng = bp_conf_test_seed();
+    for (size_t i = 0; i < sizeof asked / sizeof asked[0]; i++) {
+        bp_stream *s = NULL;
+        BP_CONF_OK(bp_stream_create(dev, asked[i], &s));
+        int got = 0x5eed;
+        BP_CONF_OK(bp_stream_get_priority(s, &got));
+        int expected = clamp(asked[i], greatest, least);
+        if (got != expected)
+            fail_msg("a stream created with priority %d reports %d, expected %d (the range "
+                     "is %d..%d)",
+                     asked[i], got, expected, greatest, least);
+        int value = (int)(bp_conf_rand(&rng) % 255) + 1;
+        void *x = bp_conf_alloc(FILL_BYTES, s);
+        BP_CONF_OK(bp_memory_set_async(dev, x, value, FILL_BYTES, s));
+        bp_conf_expect_filled(s, x, FILL_BYTES, value, "buffer set on a stream with a priority");
+        BP_CONF_OK(bp_memory_free(dev, x));
+        BP_CONF_OK(bp_stream_destroy(s));
+    }
+}
+
+/* After bp_stream_synchronize the stream's slow work is final, as seen from a stream
+ * that is not ordered after it. */
+static void test_synchronize_waits(void **state) {
+    (void)state;
+    bp_device *dev = bp_conf.device;
+    uint64_t rng = bp_conf_test_seed();
+    int old_value, new_value;
+    bp_conf_two_bytes(&rng, &old_value, &new_value);
+    bp_stream *s = bp_conf_stream(), *reader = bp_conf_stream();
+    void *x = bp_conf_alloc(FILL_BYTES, s);
+    BP_CONF_OK(bp_memory_set_async(dev, x, old_value, FILL_BYTES, s));
+    BP_CONF_OK(bp_stream_synchronize(s));
+    BP_CONF_OK(bp_conf_slow_fill(s, x, FILL_BYTES, new_value, WAIT_ROUNDS));
+    BP_CONF_OK(bp_stream_synchronize(s));
+    bp_conf_expect_filled(reader, x, FILL_BYTES, new_value,
+                          "buffer read on another stream after bp_stream_synchronize");
+    BP_CONF_OK(bp_memory_free(dev, x));
+    BP_CONF_OK(bp_stream_destroy(s));
+    BP_CONF_OK(bp_stream_destroy(reader));
+}
+
+/* bp_device_synchronize waits for the work of every stream of the device. */
+static void test_device_synchronize_waits(void **state) {
+    (void)state;
+    enum { STREAMS = 3 };
+    bp_device *dev = bp_conf.device;
+    uint64_t rng = bp_conf_test_seed();
+    bp_stream *s[STREAMS], *reader = bp_conf_stream();
+    void *x[STREAMS];
+    int old_value[STREAMS], new_value[STREAMS];
+    for (int i = 0; i < STREAMS; i++) {
+        s[i] = bp_conf_stream();
+        bp_conf_two_bytes(&rng, &old_value[i], &new_value[i]);
+        x[i] = bp_conf_alloc(FILL_BYTES, s[i]);
+        BP_CONF_OK(bp_memory_set_async(dev, x[i], old_value[i], FILL_BYTES, s[i]));
+        BP_CONF_OK(bp_stream_synchronize(s[i]));
+    }
+    for (int i = 0; i < STREAMS; i++)
+        BP_CONF_OK(bp_conf_slow_fill(s[i], x[i], FILL_BYTES, new_value[i], SLOW_ROUNDS));
+    BP_CONF_OK(bp_device_synchronize(dev));
+    for (int i = 0; i < STREAMS; i++)
+        bp_conf_expect_filled(reader, x[i], FILL_BYTES, new_value[i],
+                              "buffer read on another stream after bp_device_synchronize");
+    for (int i = 0; i < STREAMS; i++) {
+        BP_CONF_OK(bp_memory_free(dev, x[i]));
+        BP_CONF_OK(bp_stream_destroy(s[i]));
+    }
+    BP_CONF_OK(bp_stream_destroy(reader));
+}
+
+/* Stream A fills X slowly and records E; stream B waits for E and copies X to Y. Only
+ * B is synchronized (Y is downloaded through B): Y must hold A's result. A backend
+ * whose wait is a no-op copies X long before A's last step and fails. */
+static void test_wait_event_orders_streams(void **state) {
+    (void)state;
+    bp_device *dev = bp_conf.device;
+    uint64_t rng = bp_conf_test_seed();
+    int old_value, new_value;
+    bp_conf_two_bytes(&rng, &old_value, &new_value);
+    bp_stream *a = bp_conf_stream(), *b = bp_conf_stream();
+    bp_event *e = NULL;
+    BP_CONF_OK(bp_event_create(dev, BP_EVENT_DEFAULT, &e));
+    void *x = bp_conf_alloc(FILL_BYTES, a), *y = bp_conf_alloc(FILL_BYTES, b);
+    BP_CONF_OK(bp_memory_set_async(dev, x, old_value, FILL_BYTES, a));
+    BP_CONF_OK(bp_memory_set_async(dev, y, old_value, FILL_BYTES, b));
+    BP_CONF_OK(bp_stream_synchronize(a));
+    BP_CONF_OK(bp_stream_synchronize(b));
+
+    BP_CONF_OK(bp_conf_slow_fill(a, x, FILL_BYTES, new_value, WAIT_ROUNDS));
+    BP_CONF_OK(bp_event_record(e, a));
+    BP_CONF_OK(bp_stream_wait_event(b, e));
+    BP_CONF_OK(bp_memory_copy_async(y, dev, x, dev, FILL_BYTES, b));
+    bp_conf_expect_filled(b, y, FILL_BYTES, new_value,
+                          "copy made on stream B after waiting for stream A's event");
+
+    BP_CONF_OK(bp_stream_synchronize(a));
+    BP_CONF_OK(bp_memory_free(dev, x));
+    BP_CONF_OK(bp_memory_free(dev, y));
+    BP_CONF_OK(bp_event_destroy(e));
+    BP_CONF_OK(bp_stream_destroy(a));
+    BP_CONF_OK(bp_stream_destroy(b));
+}
+
+/* The default stream is one stable stream of the device; it works and cannot be
+ * destroyed. */
+static void test_default_stream(void **state) {
+    (void)state;
+    bp_device *dev = bp_conf.device;
+    bp_stream *d1 = NULL, *d2 = NULL;
+    BP_CONF_OK(bp_stream_default(dev, &d1));
+    BP_CONF_OK(bp_stream_default(dev, &d2));
+    if (!d1 || d1 != d2)
+        fail_msg("bp_stream_default returned %p, then %p: expected one stable stream",
+                 (void *)d1, (void *)d2);
+    if (bp_stream_device(d1) != dev)
+        fail_msg("the default stream's device is not the device under test");
+    if (bp_current_stream(dev) != d1)
+        fail_msg("without a stream guard, the current stream is not the default stream");
+    BP_CONF_ERR(bp_stream_destroy(d1), BP_ERR_INVALID_ARGUMENT);
+
+    /* Still alive and in order after the refused destroy. */
+    uint64_t rng = bp_conf_test_seed();
+    int old_value, new_value;
+    bp_conf_two_bytes(&rng, &old_value, &new_value);
+    void *x = bp_conf_alloc(FILL_BYTES, d1);
+    BP_CONF_OK(bp_memory_set_async(dev, x, old_value, FILL_BYTES, d1));
+    BP_CONF_OK(bp_conf_slow_fill(d1, x, FILL_BYTES, new_value, SLOW_ROUNDS));
+    bp_conf_expect_filled(d1, x, FILL_BYTES, new_value, "buffer written on the default stream");
+    BP_CONF_OK(bp_memory_free(dev, x));
+}
+
+static const bp_conf_test tests[] = {
+    /* First: the group's first bp_stream_query call, so a hang is reported here. */
+    {"query", test_query,
+     "query on a new stream is OK; after work it is OK or NOT_READY, and once OK the data is "
+     "final; after synchronize it is OK",
+     NULL},
+    {"create_destroy", test_create_destroy,
+     "many create/destroy cycles; destroy waits for queued work", NULL},
+    {"ordering", test_ordering, "a long in-order chain of memsets and copies gives the right bytes",
+     NULL},
+    {"many_streams", test_many_streams, "32 streams each running a chain concurrently are correct",
+     NULL},
+    {"priorities", test_priorities,
+     "priorities in, at the ends of and beyond the device's range are clamped; work runs", NULL},
+    {"synchronize_waits", test_synchronize_waits,
+     "after bp_stream_synchronize slow work is final on another stream", NULL},
+    {"device_synchronize_waits", test_device_synchronize_waits,
+     "after bp_device_synchronize the work of every stream is final", NULL},
+    {"wait_event_orders_streams", test_wait_event_orders_streams,
+     "a stream that waits for another stream's event sees that stream's result", NULL},
+    {"default_stream", test_default_stream,
+     "the default stream is stable, usable and cannot be destroyed", NULL},
+};
 
 const bp_conf_group bp_conf_group_streams = {
     .name = "streams",
-    .summary = "",
-    .tests = NULL,
-    .n_tests = 0,
+    .summary = "stream creation, priorities, query, synchronize, ordering and waits",
+    .tests = tests,
+    .n_tests = sizeof tests / sizeof tests[0],
 };

@@ -31,7 +31,7 @@ BP_INTERNAL const bp_host_services *bp_host_services_table(void);
 
 #define BP_MAX_DEVICES 128
 #define BP_MAX_ALIASES 8
-#define BP_BACKEND_NAME_MAX 32
+#define BP_BACKEND_NAME_MAX (BP_PLUGIN_NAME_MAX + 1)
 
 typedef struct bp_backend {
     const bp_plugin_descriptor *desc;

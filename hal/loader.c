@@ -29,17 +29,6 @@
 #define REASON_MAX 1024
 #define NAME_COPY_MAX 64
 
-/* Bytes a struct must have to hold `field` and everything before it. */
-#define END_OF(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
-
-/* Sizes of the ABI 1.0 structs: a plugin's struct_size must reach at least these. */
-#define DESC_SIZE_1_0 END_OF(bp_plugin_descriptor, region)
-#define DEVICE_SIZE_1_0 END_OF(bp_device_vtable, synchronize)
-#define STREAM_SIZE_1_0 END_OF(bp_stream_vtable, wait_event)
-#define EVENT_SIZE_1_0 END_OF(bp_event_vtable, elapsed_ms)
-#define MEMORY_SIZE_1_0 END_OF(bp_memory_vtable, memset_async)
-#define GUARD_SIZE_1_0 END_OF(bp_guard_vtable, set_current)
-
 /* Variables, not macros, so that comparing an unsigned field against a minimum of 0
  * does not trip -Wtype-limits. */
 static const uint32_t host_abi_minor_required = BP_PLUGIN_ABI_MINOR_REQUIRED;
@@ -174,21 +163,21 @@ static bp_status check_table(const void *table, size_t min_size, const char *wha
  * sentence to `why` and returns the status. */
 static bp_status check_descriptor(const bp_plugin_descriptor *d, bool builtin, char *why,
                                   size_t n) {
-    if (d->struct_size < END_OF(bp_plugin_descriptor, abi_minor))
+    if (d->struct_size < BP_STRUCT_END(bp_plugin_descriptor, abi_minor))
         return fail(why, n, BP_ERR_ABI_MISMATCH,
                     "plugin built against an older header: descriptor is %u bytes, at least "
                     "%zu expected",
-                    d->struct_size, DESC_SIZE_1_0);
+                    d->struct_size, BP_PLUGIN_DESCRIPTOR_SIZE_1_0);
     if (d->abi_major != BP_PLUGIN_ABI_MAJOR)
         return fail(why, n, BP_ERR_ABI_MISMATCH,
                     "plugin ABI %u.%u but this host needs ABI %d.x (x >= %d); rebuild the "
                     "plugin against this backplane's <backplane/plugin.h>",
                     d->abi_major, d->abi_minor, BP_PLUGIN_ABI_MAJOR, BP_PLUGIN_ABI_MINOR_REQUIRED);
-    if (d->struct_size < DESC_SIZE_1_0)
+    if (d->struct_size < BP_PLUGIN_DESCRIPTOR_SIZE_1_0)
         return fail(why, n, BP_ERR_ABI_MISMATCH,
                     "plugin built against an older header: descriptor is %u bytes, at least "
                     "%zu expected",
-                    d->struct_size, DESC_SIZE_1_0);
+                    d->struct_size, BP_PLUGIN_DESCRIPTOR_SIZE_1_0);
     if (d->abi_minor < host_abi_minor_required)
         return fail(why, n, BP_ERR_ABI_MISMATCH,
                     "plugin ABI %u.%u is older than this host supports: it needs ABI %d.x "
@@ -223,7 +212,7 @@ static bp_status check_descriptor(const bp_plugin_descriptor *d, bool builtin, c
     if (!d->init)
         return fail(why, n, BP_ERR_INVALID_ARGUMENT, "required function init is NULL");
 
-    REQUIRE_TABLE(device, DEVICE_SIZE_1_0);
+    REQUIRE_TABLE(device, BP_DEVICE_VTABLE_SIZE_1_0);
     REQUIRE_FN(device, count);
     REQUIRE_FN(device, get_props);
     REQUIRE_FN(device, open);
@@ -231,21 +220,21 @@ static bp_status check_descriptor(const bp_plugin_descriptor *d, bool builtin, c
     REQUIRE_FN(device, mem_info);
     REQUIRE_FN(device, synchronize);
 
-    REQUIRE_TABLE(stream, STREAM_SIZE_1_0);
+    REQUIRE_TABLE(stream, BP_STREAM_VTABLE_SIZE_1_0);
     REQUIRE_FN(stream, create);
     REQUIRE_FN(stream, destroy);
     REQUIRE_FN(stream, synchronize);
     REQUIRE_FN(stream, query);
     REQUIRE_FN(stream, wait_event);
 
-    REQUIRE_TABLE(event, EVENT_SIZE_1_0);
+    REQUIRE_TABLE(event, BP_EVENT_VTABLE_SIZE_1_0);
     REQUIRE_FN(event, create);
     REQUIRE_FN(event, destroy);
     REQUIRE_FN(event, record);
     REQUIRE_FN(event, query);
     REQUIRE_FN(event, synchronize);
 
-    REQUIRE_TABLE(memory, MEMORY_SIZE_1_0);
+    REQUIRE_TABLE(memory, BP_MEMORY_VTABLE_SIZE_1_0);
     REQUIRE_FN(memory, alloc);
     REQUIRE_FN(memory, free);
     REQUIRE_FN(memory, copy_async);
@@ -255,7 +244,9 @@ static bp_status check_descriptor(const bp_plugin_descriptor *d, bool builtin, c
                     "memory->host_alloc and memory->host_free must both be set or both NULL");
 
     if (d->guard) {
-        REQUIRE_TABLE(guard, GUARD_SIZE_1_0);
+        /* get_current (ABI 1.2) is optional: guard.c reads it only when the table's
+         * struct_size reaches it, so a 1.0-sized table stays valid. */
+        REQUIRE_TABLE(guard, BP_GUARD_VTABLE_SIZE_1_0);
         REQUIRE_FN(guard, set_current);
     }
     /* A newer minor may define the region vtable; this host just ignores it then. */
@@ -269,12 +260,12 @@ static bp_status check_descriptor(const bp_plugin_descriptor *d, bool builtin, c
  * even when validation fails. Only fields of a matching major version are trusted. */
 static void read_identity(int i, const bp_plugin_descriptor *d) {
     plugin_record *r = &g_records[i];
-    if (d->struct_size < END_OF(bp_plugin_descriptor, abi_minor))
+    if (d->struct_size < BP_STRUCT_END(bp_plugin_descriptor, abi_minor))
         return;
     r->abi_major = d->abi_major;
     r->abi_minor = d->abi_minor;
     if (d->abi_major != BP_PLUGIN_ABI_MAJOR ||
-        d->struct_size < END_OF(bp_plugin_descriptor, priority))
+        d->struct_size < BP_STRUCT_END(bp_plugin_descriptor, priority))
         return;
     r->name = keep_n(d->name, NAME_COPY_MAX);
     r->version = keep_n(d->version, NAME_COPY_MAX);

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "test_util.h"
-#include "op_test_util.h"
+#include "op_check.h"
 
 /* ---- kernels ---- */
 

@@ -175,10 +175,138 @@ static void test_device_guard_across_backends(void **state) {
     assert_int_equal(bp_test_run_child(child_guard_across_devices, NULL, env), 0);
 }
 
+/* ---- the backend's own current device (bp_device_backend_current), on bp-broken ---- */
+
+#define BROKEN_ENV "BP_PLUGIN_PATH=" BP_TEST_PLUGIN_DIR "/broken"
+
+static bp_device *open_device(const char *name) {
+    bp_device *dev = NULL;
+    CHILD_CHECK(bp_device_open(name, &dev) == BP_OK);
+    return dev;
+}
+
+/* The device the backend of `dev` reports current, asserting that it reports one. */
+static bp_device *backend_current(bp_device *dev) {
+    bp_device *current = (bp_device *)&current; /* must be overwritten */
+    CHILD_CHECK(bp_device_backend_current(dev, &current) == BP_OK);
+    return current;
+}
+
+static void child_backend_current_errors(void *arg) {
+    bp_device *cpu = open_device("cpu"), *b0 = open_device("broken:0");
+    bp_device *out = cpu;
+    CHILD_CHECK(bp_device_backend_current(NULL, &out) == BP_ERR_INVALID_ARGUMENT);
+    CHILD_CHECK(bp_test_contains(bp_last_error(), "device is NULL") && out == NULL);
+    CHILD_CHECK(bp_device_backend_current(b0, NULL) == BP_ERR_INVALID_ARGUMENT);
+    CHILD_CHECK(bp_test_contains(bp_last_error(), "out_device is NULL"));
+    /* The cpu backend has no guard table: it does not report a current device. */
+    out = cpu;
+    CHILD_CHECK(bp_device_backend_current(cpu, &out) == BP_ERR_UNSUPPORTED);
+    CHILD_CHECK(bp_test_contains(bp_last_error(), "backend 'cpu'") && out == NULL);
+    /* No guard has made a broken device current on this thread yet. */
+    out = cpu;
+    CHILD_CHECK(bp_device_backend_current(b0, &out) == BP_ERR_NOT_FOUND);
+    CHILD_CHECK(bp_test_contains(bp_last_error(), "backend 'broken' has no device current") &&
+                out == NULL);
+}
+
+static void test_backend_current_errors(void **state) {
+    const char *const env[] = {BROKEN_ENV, "BP_BROKEN_DEFECT=", NULL};
+    assert_int_equal(bp_test_run_child(child_backend_current_errors, NULL, env), 0);
+}
+
+struct current_seen {
+    bp_device *device;
+    bp_status before, inside;
+    bp_device *seen;
+};
+
+/* A fresh thread has no current device in the backend until its own guard. */
+static void *current_on_thread(void *p) {
+    struct current_seen *c = p;
+    bp_device *ignored = NULL;
+    c->before = bp_device_backend_current(c->device, &ignored);
+    bp_device_guard g;
+    c->inside = bp_device_guard_begin(&g, c->device);
+    if (c->inside == BP_OK)
+        c->inside = bp_device_backend_current(c->device, &c->seen);
+    bp_device_guard_end(&g);
+    return NULL;
+}
+
+static void child_backend_follows_guards(void *arg) {
+    bp_device *cpu = open_device("cpu"), *b0 = open_device("broken:0"),
+              *b1 = open_device("broken:1");
+    bp_device_guard outer, inner, across;
+    CHILD_CHECK(bp_device_guard_begin(&outer, b1) == BP_OK);
+    CHILD_CHECK(backend_current(b0) == b1); /* any device of the backend asks it */
+    CHILD_CHECK(bp_device_guard_begin(&inner, b0) == BP_OK);
+    CHILD_CHECK(backend_current(b1) == b0);
+    /* A guard of another backend leaves this one's notion alone; its end tells the
+     * restored device's backend again. */
+    CHILD_CHECK(bp_device_guard_begin(&across, cpu) == BP_OK);
+    CHILD_CHECK(backend_current(b0) == b0);
+    bp_device_guard_end(&across);
+    CHILD_CHECK(backend_current(b0) == b0);
+    /* The end of a guard restores a device of the same backend: set_current again. */
+    bp_device_guard_end(&inner);
+    CHILD_CHECK(bp_current_device() == b1 && backend_current(b0) == b1);
+
+    /* Stream guards too, in the other direction. */
+    bp_stream *s0 = NULL;
+    CHILD_CHECK(bp_stream_create(b0, 0, &s0) == BP_OK);
+    bp_stream_guard sg;
+    CHILD_CHECK(bp_stream_guard_begin(&sg, s0) == BP_OK);
+    CHILD_CHECK(backend_current(b0) == b0);
+    bp_stream_guard_end(&sg);
+    CHILD_CHECK(backend_current(b0) == b1);
+    CHILD_CHECK(bp_stream_destroy(s0) == BP_OK);
+
+    /* Per thread: another thread starts with none and sets its own. */
+    struct current_seen seen = {.device = b0};
+    pthread_t t;
+    CHILD_CHECK(pthread_create(&t, NULL, current_on_thread, &seen) == 0);
+    pthread_join(t, NULL);
+    CHILD_CHECK(seen.before == BP_ERR_NOT_FOUND);
+    CHILD_CHECK(seen.inside == BP_OK && seen.seen == b0);
+    CHILD_CHECK(backend_current(b0) == b1);
+
+    /* Ending the outermost guard leaves the backend's notion as it was (as a CUDA
+     * context stays current). */
+    bp_device_guard_end(&outer);
+    CHILD_CHECK(backend_current(b0) == b1);
+}
+
+static void test_backend_follows_guards(void **state) {
+    const char *const env[] = {BROKEN_ENV, "BP_BROKEN_DEFECT=", NULL};
+    assert_int_equal(bp_test_run_child(child_backend_follows_guards, NULL, env), 0);
+}
+
+/* With its guard_no_restore defect, bp-broken ignores the switch back to device 0:
+ * what bp_device_backend_current exists to reveal. */
+static void child_backend_ignores_restore(void *arg) {
+    bp_device *b0 = open_device("broken:0"), *b1 = open_device("broken:1");
+    bp_device_guard outer, inner;
+    CHILD_CHECK(bp_device_guard_begin(&outer, b0) == BP_OK);
+    CHILD_CHECK(bp_device_guard_begin(&inner, b1) == BP_OK);
+    bp_device_guard_end(&inner);
+    CHILD_CHECK(bp_current_device() == b0);
+    CHILD_CHECK(backend_current(b0) == b1);
+    bp_device_guard_end(&outer);
+}
+
+static void test_backend_current_reveals_ignored_restore(void **state) {
+    const char *const env[] = {BROKEN_ENV, "BP_BROKEN_DEFECT=guard_no_restore", NULL};
+    assert_int_equal(bp_test_run_child(child_backend_ignores_restore, NULL, env), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        /* First: its child must not inherit an initialised registry. */
+        /* First: their children must not inherit an initialised registry. */
         cmocka_unit_test(test_device_guard_across_backends),
+        cmocka_unit_test(test_backend_current_errors),
+        cmocka_unit_test(test_backend_follows_guards),
+        cmocka_unit_test(test_backend_current_reveals_ignored_restore),
         cmocka_unit_test(test_defaults_without_guard),
         cmocka_unit_test(test_stream_guard_nests_and_restores),
         cmocka_unit_test(test_guard_errors_leave_state_alone),

@@ -519,7 +519,7 @@ static void test_registration_after_unload(void **state) {
 }
 
 /* A plugin built against the ABI 1.0 header (older minor, smaller stream vtable) still
- * loads and works under this 1.1 host. */
+ * loads and works under a newer host. */
 static void child_abi_1_0(void *arg) {
     bp_plugin_info info;
     CHILD_CHECK(find_by_path("libbp_testdev_abi10.so", &info) > 0);
@@ -531,6 +531,57 @@ static void child_abi_1_0(void *arg) {
 static void test_older_minor_abi_loads(void **state) {
     const char *env[] = {"BP_PLUGIN_PATH=" PLUGIN_DIR("abi_1_0"), NULL};
     run_in_child(child_abi_1_0, NULL, env);
+}
+
+/* A guard table of the ABI 1.0 size (no get_current) is still valid: the plugin loads,
+ * its set_current is used, and the host does not read the get_current that this build
+ * leaves set past the table's struct_size. */
+static void child_guard_1_0(void *arg) {
+    bp_plugin_info info;
+    CHILD_CHECK(find_by_name("broken", BP_PLUGIN_LOADED, &info) > 0);
+    CHILD_CHECK(info.abi_major == 1 && info.abi_minor == 1 && info.device_count == 2);
+    bp_device *dev = NULL, *current = NULL;
+    CHILD_CHECK(bp_device_open("broken:1", &dev) == BP_OK);
+    bp_device_guard guard;
+    CHILD_CHECK(bp_device_guard_begin(&guard, dev) == BP_OK);
+    CHILD_CHECK(bp_device_backend_current(dev, &current) == BP_ERR_UNSUPPORTED);
+    CHILD_CHECK(bp_test_contains(bp_last_error(), "backend 'broken'") && current == NULL);
+    bp_device_guard_end(&guard);
+    check_device_works("broken:1");
+}
+
+static void test_guard_table_1_0_loads(void **state) {
+    const char *env[] = {"BP_PLUGIN_PATH=" PLUGIN_DIR("broken_guard_1_0"), "BP_BROKEN_DEFECT=",
+                         NULL};
+    run_in_child(child_guard_1_0, NULL, env);
+}
+
+/* bp-broken's BP_BROKEN_DEFECT: an unknown name fails init, and the reason the listing
+ * shows names the valid ones. */
+static void child_unknown_defect(void *arg) {
+    bp_plugin_info info;
+    CHILD_CHECK(find_by_path("broken/libbp_broken.so", &info) > 0);
+    CHILD_CHECK(info.state == BP_PLUGIN_SKIPPED && info.status == BP_ERR_INVALID_ARGUMENT);
+    CHILD_CHECK(bp_test_contains(info.reason, "unknown BP_BROKEN_DEFECT 'no_such_defect'"));
+    CHILD_CHECK(bp_test_contains(info.reason, "valid names: event_early, wait_ignored"));
+    CHILD_CHECK(bp_test_contains(info.reason, "query_hang"));
+    CHILD_CHECK(count_type("broken") == 0);
+    check_counts_consistent();
+}
+
+static void child_abi_1_2(void *arg) {
+    bp_plugin_info info;
+    CHILD_CHECK(find_by_name("broken", BP_PLUGIN_LOADED, &info) > 0);
+    CHILD_CHECK(info.abi_major == 1 && info.abi_minor == 2 && info.device_count == 2);
+    check_device_works("broken:0");
+}
+
+static void test_broken_plugin_defect_names(void **state) {
+    const char *bad[] = {"BP_PLUGIN_PATH=" PLUGIN_DIR("broken"), "BP_BROKEN_DEFECT=no_such_defect",
+                         NULL};
+    run_in_child(child_unknown_defect, NULL, bad);
+    const char *none[] = {"BP_PLUGIN_PATH=" PLUGIN_DIR("broken"), "BP_BROKEN_DEFECT=", NULL};
+    run_in_child(child_abi_1_2, NULL, none);
 }
 
 static void test_explicit_load(void **state) {
@@ -661,6 +712,8 @@ int main(void) {
         cmocka_unit_test(test_select_missing_plugin),
         cmocka_unit_test(test_missing_directory_listed),
         cmocka_unit_test(test_older_minor_abi_loads),
+        cmocka_unit_test(test_guard_table_1_0_loads),
+        cmocka_unit_test(test_broken_plugin_defect_names),
         cmocka_unit_test(test_registration_after_unload),
         cmocka_unit_test(test_explicit_load),
         cmocka_unit_test(test_explicit_load_wrong_abi),

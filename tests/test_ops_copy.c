@@ -1,5 +1,6 @@
 /* Ops fill, copy (cast) and cat, bp_tensor_contiguous and bp_tensor_to, on the cpu,
- * against float64 references (tolerances.h) for every dtype and dtype pair. */
+ * against the float64 references of op_reference.h (tolerances.h) for every dtype and
+ * dtype pair. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +12,7 @@
 #include <string.h>
 
 #include "test_util.h"
-#include "op_test_util.h"
+#include "op_check.h"
 
 #define NDTYPES BP_DTYPE_COUNT
 
@@ -26,11 +27,11 @@ static const shape_case shapes[] = {
 };
 #define NSHAPES (sizeof shapes / sizeof shapes[0])
 
-static int64_t numel_of(int ndim, const int64_t *shape) {
-    int64_t n = 1;
-    for (int d = 0; d < ndim; d++)
-        n *= shape[d];
-    return n;
+static bp_ref_shape shape_of_case(const shape_case *c) {
+    bp_ref_shape s = {.ndim = c->ndim};
+    for (int d = 0; d < c->ndim; d++)
+        s.d[d] = c->shape[d];
+    return s;
 }
 
 /* A value range that converts without wrapping into both dtypes. */
@@ -55,9 +56,7 @@ static void test_fill_all_dtypes(void **state) {
                 BP_ASSERT_OK(bp_fill(t, fills[f]));
                 int64_t n = bp_tensor_numel(t);
                 double *got = bp_test_tensor_values(t);
-                double *want = malloc((size_t)(n > 0 ? n : 1) * sizeof *want);
-                for (int64_t i = 0; i < n; i++)
-                    want[i] = bp_test_round(fills[f], dt);
+                double *want = bp_ref_fill(n, fills[f], dt);
                 bp_test_assert_close("fill", got, want, n, dt, 1);
                 free(got);
                 free(want);
@@ -74,7 +73,7 @@ static void test_fill_all_dtypes(void **state) {
         BP_ASSERT_OK(bp_fill(t, -2.75));
         double *got = bp_test_tensor_values(t);
         for (int i = 0; i < 5; i++)
-            assert_true(got[i] == bp_test_round(-2.75, signed_dts[k]));
+            assert_true(got[i] == bp_ref_round(-2.75, signed_dts[k]));
         free(got);
         bp_tensor_release(t);
     }
@@ -102,7 +101,7 @@ static void test_fill_view(void **state) {
         double *got = bp_test_tensor_values(t);
         for (int r = 0; r < 6; r++)
             for (int c = 0; c < 5; c++)
-                assert_true(got[r * 5 + c] == ((r >= 2 && r < 5) ? bp_test_round(7, dt) : 0));
+                assert_true(got[r * 5 + c] == ((r >= 2 && r < 5) ? bp_ref_round(7, dt) : 0));
         free(got);
         bp_tensor_release(v);
         bp_tensor_release(tr);
@@ -144,10 +143,9 @@ static void test_cast_all_pairs(void **state) {
                 assert_int_equal(bp_tensor_dtype(out), to);
                 assert_true(bp_tensor_is_contiguous(out));
                 assert_false(bp_tensor_shares_storage(src, out));
-                int64_t n = numel_of(sc->ndim, sc->shape);
-                double *want = malloc((size_t)(n > 0 ? n : 1) * sizeof *want);
-                for (int64_t i = 0; i < n; i++)
-                    want[i] = bp_test_round(vals[i], to);
+                bp_ref_shape shape = shape_of_case(sc);
+                int64_t n = bp_ref_numel(shape);
+                double *want = bp_ref_copy(vals, shape, shape, to);
                 double *got = bp_test_tensor_values(out);
                 bp_test_assert_close("cast", got, want, n, to, 1);
                 free(got);
@@ -179,7 +177,7 @@ static void test_copy_strided_sources(void **state) {
             double want[105], *got = bp_test_tensor_values(dst);
             transpose_values(vals, want);
             for (int i = 0; i < 105; i++)
-                want[i] = bp_test_round(want[i], to);
+                want[i] = bp_ref_round(want[i], to);
             bp_test_assert_close("copy of transposed", got, want, 105, to, 1);
             free(got);
             bp_tensor_release(dst);
@@ -192,7 +190,7 @@ static void test_copy_strided_sources(void **state) {
                 for (int j = 0; j < 2; j++)
                     for (int k = 0; k < 7; k++)
                         want[(i * 2 + j) * 7 + k] =
-                            bp_test_round(vals[(i * 5 + j + 1) * 7 + k], to);
+                            bp_ref_round(vals[(i * 5 + j + 1) * 7 + k], to);
             bp_test_assert_close("copy of narrowed", got, want, 42, to, 1);
             free(got);
             bp_tensor_release(dst);
@@ -216,19 +214,12 @@ static void test_copy_broadcast(void **state) {
         bp_tensor *dst = NULL;
         BP_ASSERT_OK(bp_tensor_empty(dev, BP_DTYPE_BF16, 3, (int64_t[]){4, 3, 2}, &dst));
         BP_ASSERT_OK(bp_copy(dst, src));
-        double want[24], *got = bp_test_tensor_values(dst);
-        for (int i = 0; i < 4; i++)
-            for (int j = 0; j < 3; j++)
-                for (int k = 0; k < 2; k++) {
-                    int64_t idx[3] = {i, j, k}, off = 0;
-                    for (int d = 0; d < sc->ndim; d++) {
-                        int64_t size = sc->shape[d];
-                        off = off * size + (size == 1 ? 0 : idx[3 - sc->ndim + d]);
-                    }
-                    want[(i * 3 + j) * 2 + k] = bp_test_round(vals[off], BP_DTYPE_BF16);
-                }
+        double *got = bp_test_tensor_values(dst);
+        double *want = bp_ref_copy(vals, shape_of_case(sc), (bp_ref_shape){3, {4, 3, 2}},
+                                   BP_DTYPE_BF16);
         bp_test_assert_close("broadcast copy", got, want, 24, BP_DTYPE_BF16, 1);
         free(got);
+        free(want);
         free(vals);
         bp_tensor_release(dst);
         bp_tensor_release(src);
@@ -336,7 +327,7 @@ static void test_copy_large(void **state) {
     double *got = bp_test_tensor_values(h), *want = malloc(300 * 517 * sizeof *want);
     for (int i = 0; i < 517; i++)
         for (int j = 0; j < 300; j++)
-            want[i * 300 + j] = bp_test_round(vals[j * 517 + i], BP_DTYPE_F16);
+            want[i * 300 + j] = bp_ref_round(vals[j * 517 + i], BP_DTYPE_F16);
     bp_test_assert_close("large transposed cast", got, want, 300 * 517, BP_DTYPE_F16, 1);
     free(got);
     BP_ASSERT_OK(bp_cast(src, BP_DTYPE_F32, &same)); /* contiguous same-dtype: memcpy */
@@ -446,7 +437,7 @@ static void test_tensor_to_cpu(void **state) {
             double want[24], *got = bp_test_tensor_values(out);
             for (int i = 0; i < 6; i++)
                 for (int j = 0; j < 4; j++)
-                    want[i * 4 + j] = bp_test_round(vals[j * 6 + i], to);
+                    want[i * 4 + j] = bp_ref_round(vals[j * 6 + i], to);
             bp_test_assert_close("bp_tensor_to", got, want, 24, to, 1);
             free(got);
             free(vals);
@@ -504,14 +495,14 @@ static void child_tensor_to_devices(void *arg) {
         uint32_t bits = (uint32_t)got_h[i] << 16;
         float f;
         memcpy(&f, &bits, sizeof f);
-        CHILD_CHECK(f == (float)bp_test_round(in[i], BP_DTYPE_BF16));
+        CHILD_CHECK(f == (float)bp_ref_round(in[i], BP_DTYPE_BF16));
     }
     bp_tensor *back = NULL;
     CHILD_CHECK(bp_tensor_to(d, cpu, BP_DTYPE_F64, &back) == BP_OK);
     double got_d[15];
     CHILD_CHECK(bp_tensor_to_host(back, got_d, sizeof got_d) == BP_OK);
     for (int i = 0; i < 15; i++)
-        CHILD_CHECK(got_d[i] == bp_test_round(in[i], BP_DTYPE_BF16));
+        CHILD_CHECK(got_d[i] == bp_ref_round(in[i], BP_DTYPE_BF16));
     bp_tensor_release(back);
     /* A same-dtype duplicate on a device without kernels is a byte copy. */
     bp_tensor *dup = NULL;
@@ -548,15 +539,13 @@ static void check_cat(bp_dtype dt, int n, int ndim, const int64_t (*part_shapes)
     bp_device *dev = bp_test_cpu();
     bp_tensor *parts[4] = {NULL}, *made[4] = {NULL};
     double *vals[4];
-    int d = dim < 0 ? dim + ndim : dim;
-    int64_t out_shape[3];
-    memcpy(out_shape, part_shapes[0], sizeof out_shape);
-    out_shape[d] = 0;
+    bp_ref_shape part_refs[4];
     for (int i = 0; i < n; i++) {
+        part_refs[i] = (bp_ref_shape){.ndim = ndim};
+        memcpy(part_refs[i].d, part_shapes[i], (size_t)ndim * sizeof *part_shapes[i]);
         made[i] = bp_test_random_tensor(dev, dt, ndim, part_shapes[i], (uint64_t)(700 + i),
                                         dt == BP_DTYPE_U8 ? 0 : -50, 50, &vals[i]);
         parts[i] = bp_tensor_retain(made[i]);
-        out_shape[d] += part_shapes[i][d];
     }
     if (transpose_first) {
         /* Part 0 is given as the transpose of a contiguous [s1, s0, s2] tensor. */
@@ -573,24 +562,11 @@ static void check_cat(bp_dtype dt, int n, int ndim, const int64_t (*part_shapes)
     }
     bp_tensor *out = NULL;
     BP_ASSERT_OK(bp_cat(parts, n, dim, &out));
-    for (int k = 0; k < ndim; k++)
-        assert_int_equal(bp_tensor_size(out, k), out_shape[k]);
-    int64_t total = numel_of(ndim, out_shape);
-    double *want = malloc((size_t)(total > 0 ? total : 1) * sizeof *want);
-    /* Out element (outer, j, inner): j picks the part. */
-    int64_t outer = 1, inner = 1;
-    for (int k = 0; k < d; k++)
-        outer *= out_shape[k];
-    for (int k = d + 1; k < ndim; k++)
-        inner *= out_shape[k];
-    int64_t pos = 0;
-    for (int64_t o = 0; o < outer; o++)
-        for (int i = 0; i < n; i++)
-            for (int64_t j = 0; j < part_shapes[i][d] * inner; j++)
-                want[pos++] = vals[i][o * part_shapes[i][d] * inner + j];
-    assert_int_equal(pos, total);
+    bp_ref_shape out_shape = bp_ref_cat_shape(part_refs, n, dim);
+    bp_test_assert_shape(out, out_shape);
+    double *want = bp_ref_cat((const double *const *)vals, part_refs, n, dim);
     double *got = bp_test_tensor_values(out);
-    bp_test_assert_close("cat", got, want, total, dt, 1);
+    bp_test_assert_close("cat", got, want, bp_ref_numel(out_shape), dt, 1);
     free(got);
     free(want);
     for (int i = 0; i < n; i++) {

@@ -1,8 +1,8 @@
-/* Elementwise ops on the cpu device against float64 references computed here from the
- * rounded inputs, compared with the per-dtype tolerances of tolerances.h (no
- * accumulation: terms = 1). Covers broadcasting, zero-size and size-1 shapes,
- * non-contiguous inputs and outputs, in-place _out, the parallel path, and every
- * argument error with its message. */
+/* Elementwise ops on the cpu device against the float64 references of op_reference.h
+ * computed from the rounded inputs, compared with the per-dtype tolerances of
+ * tolerances.h (no accumulation: terms = 1). Covers broadcasting, zero-size and size-1
+ * shapes, non-contiguous inputs and outputs, in-place _out, the parallel path, and
+ * every argument error with its message. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,96 +13,39 @@
 #include <string.h>
 
 #include "test_util.h"
-#include "op_test_util.h"
-
-static bp_test_shape broadcast(const bp_test_shape *const *in, int n) {
-    bp_test_shape out = {0};
-    for (int k = 0; k < n; k++)
-        if (in[k]->ndim > out.ndim)
-            out.ndim = in[k]->ndim;
-    for (int i = 0; i < out.ndim; i++)
-        out.d[i] = 1;
-    for (int k = 0; k < n; k++)
-        for (int i = 0; i < in[k]->ndim; i++) {
-            int64_t *o = &out.d[out.ndim - in[k]->ndim + i];
-            if (in[k]->d[i] != 1)
-                *o = in[k]->d[i];
-        }
-    return out;
-}
-
-/* Row-major index into an input of shape `in` of element `lin` of the broadcast `out`. */
-static int64_t bcast_index(bp_test_shape out, bp_test_shape in, int64_t lin) {
-    int64_t idx = 0, mul = 1;
-    for (int d = out.ndim - 1; d >= 0; d--) {
-        int64_t i = lin % out.d[d];
-        lin /= out.d[d];
-        int di = d - (out.ndim - in.ndim);
-        if (di >= 0) {
-            if (in.d[di] != 1)
-                idx += i * mul;
-            mul *= in.d[di];
-        }
-    }
-    return idx;
-}
+#include "op_check.h"
 
 static bool is_int(bp_dtype dt) { return dt == BP_DTYPE_I32 || dt == BP_DTYPE_I64; }
 
 /* ---- binary arithmetic ---- */
 
 typedef struct binop {
-    const char *name;
-    bp_status (*fn)(bp_tensor *, bp_tensor *, bp_tensor **);
-    bp_status (*fn_out)(bp_tensor *, bp_tensor *, bp_tensor *);
+    bp_ref_binary_op ref;
     bool ints; /* also i32 and i64 */
-    char sym;
 } binop;
 
 static const binop binops[] = {
-    {"add", bp_add, bp_add_out, true, '+'},
-    {"sub", bp_sub, bp_sub_out, true, '-'},
-    {"mul", bp_mul, bp_mul_out, true, '*'},
-    {"div", bp_div, bp_div_out, false, '/'},
+    {BP_REF_ADD, true},
+    {BP_REF_SUB, true},
+    {BP_REF_MUL, true},
+    {BP_REF_DIV, false},
 };
-
-static double apply(char sym, double x, double y) {
-    switch (sym) {
-    case '+': return x + y;
-    case '-': return x - y;
-    case '*': return x * y;
-    default: return x / y;
-    }
-}
 
 static const bp_dtype arith_dtypes[] = {BP_DTYPE_F32, BP_DTYPE_F16, BP_DTYPE_BF16, BP_DTYPE_I32,
                                         BP_DTYPE_I64};
 
-/* The reference of a binary op over broadcast shapes, rounded for integer dtypes. */
-static double *binary_ref(const binop *op, bp_dtype dt, bp_test_shape sa, const double *va,
-                          bp_test_shape sb, const double *vb, bp_test_shape so) {
-    int64_t n = bp_test_numel(so);
-    double *want = malloc((size_t)(n > 0 ? n : 1) * sizeof *want);
-    for (int64_t i = 0; i < n; i++) {
-        want[i] = apply(op->sym, va[bcast_index(so, sa, i)], vb[bcast_index(so, sb, i)]);
-        if (is_int(dt))
-            want[i] = bp_test_round(want[i], dt);
-    }
-    return want;
-}
-
-static void random_operands(bp_dtype dt, const binop *op, uint64_t seed, bp_test_shape sa,
-                            bp_test_shape sb, bp_tensor **a, double **va, bp_tensor **b,
+static void random_operands(bp_dtype dt, const binop *op, uint64_t seed, bp_ref_shape sa,
+                            bp_ref_shape sb, bp_tensor **a, double **va, bp_tensor **b,
                             double **vb) {
     bp_device *dev = bp_test_cpu();
     double lo = is_int(dt) ? -1000 : -3, hi = is_int(dt) ? 1000 : 3;
     *a = bp_test_random_tensor(dev, dt, sa.ndim, sa.d, seed, lo, hi, va);
     /* divisors away from 0, so that the quotient's rounding stays small */
-    *b = op->sym == '/' ? bp_test_random_tensor(dev, dt, sb.ndim, sb.d, seed + 1, 0.5, 3, vb)
+    *b = op->ref == BP_REF_DIV ? bp_test_random_tensor(dev, dt, sb.ndim, sb.d, seed + 1, 0.5, 3, vb)
                         : bp_test_random_tensor(dev, dt, sb.ndim, sb.d, seed + 1, lo, hi, vb);
 }
 
-static const bp_test_shape binary_cases[][2] = {
+static const bp_ref_shape binary_cases[][2] = {
     {{3, {3, 5, 7}}, {3, {3, 5, 7}}},
     {{2, {1, 1}}, {2, {1, 1}}},
     {{2, {0, 4}}, {2, {0, 4}}},
@@ -123,25 +66,26 @@ static void test_binary_ops(void **state) {
     uint64_t seed = 100;
     for (size_t o = 0; o < sizeof binops / sizeof *binops; o++) {
         const binop *op = &binops[o];
+        const char *name = bp_ref_binary_name(op->ref);
         for (size_t t = 0; t < sizeof arith_dtypes / sizeof *arith_dtypes; t++) {
             bp_dtype dt = arith_dtypes[t];
             if (is_int(dt) && !op->ints)
                 continue;
             for (size_t c = 0; c < sizeof binary_cases / sizeof *binary_cases; c++) {
-                bp_test_shape sa = binary_cases[c][0], sb = binary_cases[c][1];
-                bp_test_shape so = broadcast((const bp_test_shape *[]){&sa, &sb}, 2);
+                bp_ref_shape sa = binary_cases[c][0], sb = binary_cases[c][1];
+                bp_ref_shape so = bp_ref_broadcast_shape((const bp_ref_shape[]){sa, sb}, 2);
                 bp_tensor *a, *b, *out = NULL;
                 double *va, *vb;
                 random_operands(dt, op, seed++, sa, sb, &a, &va, &b, &vb);
-                double *want = binary_ref(op, dt, sa, va, sb, vb, so);
-                BP_ASSERT_OK(op->fn(a, b, &out));
+                double *want = bp_ref_binary(op->ref, dt, sa, va, sb, vb);
+                BP_ASSERT_OK(bp_test_binary(op->ref, a, b, NULL, &out));
                 bp_test_assert_shape(out, so);
-                bp_test_check_tensor(op->name, out, want, bp_test_numel(so), 1);
+                bp_test_check_tensor(name, out, want, bp_ref_numel(so), 1);
                 /* the _out form into a tensor full of stale values */
                 bp_tensor *out2 = bp_test_random_tensor(bp_test_cpu(), dt, so.ndim, so.d, seed++,
                                                         1, 2, NULL);
-                BP_ASSERT_OK(op->fn_out(a, b, out2));
-                bp_test_check_tensor(op->name, out2, want, bp_test_numel(so), 1);
+                BP_ASSERT_OK(bp_test_binary(op->ref, a, b, out2, NULL));
+                bp_test_check_tensor(name, out2, want, bp_ref_numel(so), 1);
                 bp_tensor_release(out2);
                 bp_tensor_release(out);
                 bp_tensor_release(a);
@@ -160,13 +104,14 @@ static void test_binary_strided(void **state) {
     bp_device *dev = bp_test_cpu();
     for (size_t o = 0; o < sizeof binops / sizeof *binops; o++) {
         const binop *op = &binops[o];
+        const char *name = bp_ref_binary_name(op->ref);
         for (size_t t = 0; t < sizeof arith_dtypes / sizeof *arith_dtypes; t++) {
             bp_dtype dt = arith_dtypes[t];
             if (is_int(dt) && !op->ints)
                 continue;
             for (int big = 0; big < 2; big++) {
                 int64_t r = big ? 190 : 5, c = big ? 211 : 7;
-                bp_test_shape sbase_a = {2, {c, r}}, sbase_b = {2, {r, c + 3}};
+                bp_ref_shape sbase_a = {2, {c, r}}, sbase_b = {2, {r, c + 3}};
                 bp_tensor *base_a, *base_b;
                 double *vbase_a, *vbase_b;
                 random_operands(dt, op, 7 + big, sbase_a, sbase_b, &base_a, &vbase_a, &base_b,
@@ -178,18 +123,18 @@ static void test_binary_strided(void **state) {
                 assert_false(bp_tensor_is_contiguous(b));
                 double *va = bp_test_view_values(a, base_a, vbase_a);
                 double *vb = bp_test_view_values(b, base_b, vbase_b);
-                bp_test_shape so = {2, {r, c}};
-                double *want = binary_ref(op, dt, so, va, so, vb, so);
+                bp_ref_shape so = {2, {r, c}};
+                double *want = bp_ref_binary(op->ref, dt, so, va, so, vb);
 
                 bp_tensor *out = NULL;
-                BP_ASSERT_OK(op->fn(a, b, &out));
-                bp_test_check_tensor(op->name, out, want, r * c, 1);
+                BP_ASSERT_OK(bp_test_binary(op->ref, a, b, NULL, &out));
+                bp_test_check_tensor(name, out, want, r * c, 1);
 
                 bp_tensor *out_base, *out_t; /* a transposed output */
                 BP_ASSERT_OK(bp_tensor_empty(dev, dt, 2, (int64_t[]){c, r}, &out_base));
                 BP_ASSERT_OK(bp_tensor_transpose(out_base, 0, 1, &out_t));
-                BP_ASSERT_OK(op->fn_out(a, b, out_t));
-                bp_test_check_tensor(op->name, out_t, want, r * c, 1);
+                BP_ASSERT_OK(bp_test_binary(op->ref, a, b, out_t, NULL));
+                bp_test_check_tensor(name, out_t, want, r * c, 1);
 
                 bp_tensor_release(out_t);
                 bp_tensor_release(out_base);
@@ -213,25 +158,26 @@ static void test_binary_in_place(void **state) {
     (void)state;
     for (size_t o = 0; o < sizeof binops / sizeof *binops; o++) {
         const binop *op = &binops[o];
+        const char *name = bp_ref_binary_name(op->ref);
         for (size_t t = 0; t < sizeof arith_dtypes / sizeof *arith_dtypes; t++) {
             bp_dtype dt = arith_dtypes[t];
             if (is_int(dt) && !op->ints)
                 continue;
             for (int into_b = 0; into_b < 2; into_b++) {
-                bp_test_shape sa = {2, {33, 65}}, sb = {1, {65}};
+                bp_ref_shape sa = {2, {33, 65}}, sb = {1, {65}};
                 if (into_b) {
-                    sa = (bp_test_shape){1, {65}};
-                    sb = (bp_test_shape){2, {33, 65}};
+                    sa = (bp_ref_shape){1, {65}};
+                    sb = (bp_ref_shape){2, {33, 65}};
                 }
                 bp_tensor *a, *b;
                 double *va, *vb;
                 random_operands(dt, op, 40 + o * 10 + t * 2 + (uint64_t)into_b, sa, sb, &a, &va,
                                 &b, &vb);
-                bp_test_shape so = {2, {33, 65}};
-                double *want = binary_ref(op, dt, sa, va, sb, vb, so);
+                bp_ref_shape so = {2, {33, 65}};
+                double *want = bp_ref_binary(op->ref, dt, sa, va, sb, vb);
                 bp_tensor *target = into_b ? b : a;
-                BP_ASSERT_OK(op->fn_out(a, b, target));
-                bp_test_check_tensor(op->name, target, want, bp_test_numel(so), 1);
+                BP_ASSERT_OK(bp_test_binary(op->ref, a, b, target, NULL));
+                bp_test_check_tensor(name, target, want, bp_ref_numel(so), 1);
                 bp_tensor_release(a);
                 bp_tensor_release(b);
                 free(va);
@@ -281,50 +227,18 @@ static void test_integer_exact(void **state) {
 
 /* ---- unary ops ---- */
 
-static double ref_exp(double x, double p) { (void)p; return exp(x); }
-static double ref_tanh(double x, double p) { (void)p; return tanh(x); }
-static double ref_silu(double x, double p) { (void)p; return x / (1 + exp(-x)); }
-static double ref_gelu(double x, double p) { (void)p; return 0.5 * x * (1 + erf(x / sqrt(2))); }
-static double ref_gelu_tanh(double x, double p) {
-    (void)p;
-    return 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-}
-static double ref_scale(double x, double p) { return x * p; }
-
-/* One unary op under test: `param` is scale's alpha or gelu's approximate_tanh. */
+/* One unary op under test: `alpha` is scale's factor. */
 typedef struct unop {
-    const char *name;
-    double (*ref)(double x, double param);
-    double param;
+    bp_ref_unary_op op;
+    double alpha;
 } unop;
 
 static const unop unops[] = {
-    {"exp", ref_exp, 0},          {"tanh", ref_tanh, 0},   {"silu", ref_silu, 0},
-    {"gelu", ref_gelu, 0},        {"gelu", ref_gelu_tanh, 1}, {"scale", ref_scale, -0.37},
-    {"scale", ref_scale, 3},
+    {BP_REF_EXP, 0},       {BP_REF_TANH, 0},         {BP_REF_SILU, 0},    {BP_REF_GELU, 0},
+    {BP_REF_GELU_TANH, 0}, {BP_REF_SCALE, -0.37}, {BP_REF_SCALE, 3},
 };
 
-static bp_status run_unary(const unop *op, bp_tensor *a, bp_tensor **out) {
-    switch (op->name[0] == 'g' ? 'g' : op->name[1]) {
-    case 'x': return bp_exp(a, out);
-    case 'a': return bp_tanh(a, out);
-    case 'i': return bp_silu(a, out);
-    case 'g': return bp_gelu(a, (int)op->param, out);
-    default: return bp_scale(a, op->param, out);
-    }
-}
-
-static bp_status run_unary_out(const unop *op, bp_tensor *a, bp_tensor *out) {
-    switch (op->name[0] == 'g' ? 'g' : op->name[1]) {
-    case 'x': return bp_exp_out(a, out);
-    case 'a': return bp_tanh_out(a, out);
-    case 'i': return bp_silu_out(a, out);
-    case 'g': return bp_gelu_out(a, (int)op->param, out);
-    default: return bp_scale_out(a, op->param, out);
-    }
-}
-
-static const bp_test_shape unary_cases[] = {
+static const bp_ref_shape unary_cases[] = {
     {3, {3, 5, 7}}, {2, {1, 1}}, {2, {0, 4}}, {2, {33, 65}}, {1, {257}}, {0, {0}},
     {2, {180, 200}}, /* the worker pool */
 };
@@ -335,22 +249,21 @@ static void test_unary_ops(void **state) {
     uint64_t seed = 500;
     for (size_t o = 0; o < sizeof unops / sizeof *unops; o++) {
         const unop *op = &unops[o];
+        const char *name = bp_ref_unary_name(op->op);
         for (int t = 0; t < 3; t++) {
             bp_dtype dt = bp_test_float_dtypes[t];
             for (size_t c = 0; c < sizeof unary_cases / sizeof *unary_cases; c++) {
-                bp_test_shape s = unary_cases[c];
-                int64_t n = bp_test_numel(s);
+                bp_ref_shape s = unary_cases[c];
+                int64_t n = bp_ref_numel(s);
                 double *va;
                 bp_tensor *a = bp_test_random_tensor(dev, dt, s.ndim, s.d, seed++, -4, 4, &va);
-                double *want = malloc((size_t)(n > 0 ? n : 1) * sizeof *want);
-                for (int64_t i = 0; i < n; i++)
-                    want[i] = op->ref(va[i], op->param);
+                double *want = bp_ref_unary(op->op, va, n, op->alpha);
                 bp_tensor *out = NULL;
-                BP_ASSERT_OK(run_unary(op, a, &out));
+                BP_ASSERT_OK(bp_test_unary(op->op, a, op->alpha, NULL, &out));
                 bp_test_assert_shape(out, s);
-                bp_test_check_tensor(op->name, out, want, n, 1);
-                BP_ASSERT_OK(run_unary_out(op, a, a)); /* in place */
-                bp_test_check_tensor(op->name, a, want, n, 1);
+                bp_test_check_tensor(name, out, want, n, 1);
+                BP_ASSERT_OK(bp_test_unary(op->op, a, op->alpha, a, NULL)); /* in place */
+                bp_test_check_tensor(name, a, want, n, 1);
                 bp_tensor_release(out);
                 bp_tensor_release(a);
                 free(va);
@@ -363,16 +276,15 @@ static void test_unary_ops(void **state) {
             bp_tensor *a, *out = NULL;
             BP_ASSERT_OK(bp_tensor_transpose(base, 0, 1, &a));
             double *va = bp_test_view_values(a, base, vbase);
-            double want[36];
-            for (int i = 0; i < 36; i++)
-                want[i] = op->ref(va[i], op->param);
-            BP_ASSERT_OK(run_unary(op, a, &out));
-            bp_test_check_tensor(op->name, out, want, 36, 1);
+            double *want = bp_ref_unary(op->op, va, 36, op->alpha);
+            BP_ASSERT_OK(bp_test_unary(op->op, a, op->alpha, NULL, &out));
+            bp_test_check_tensor(name, out, want, 36, 1);
             bp_tensor_release(out);
             bp_tensor_release(a);
             bp_tensor_release(base);
             free(vbase);
             free(va);
+            free(want);
         }
     }
 }
@@ -382,30 +294,26 @@ static void test_unary_extremes(void **state) {
     (void)state;
     bp_device *dev = bp_test_cpu();
     float x[6] = {-100, -30, -8, 0, 30, 80};
-    bp_tensor *a, *out = NULL;
+    double xd[6];
+    for (int i = 0; i < 6; i++)
+        xd[i] = x[i];
+    bp_tensor *a;
     BP_ASSERT_OK(bp_tensor_from_host(dev, BP_DTYPE_F32, 1, (int64_t[]){6}, x, &a));
-    double want[6];
-    BP_ASSERT_OK(bp_silu(a, &out));
-    for (int i = 0; i < 6; i++)
-        want[i] = x[i] / (1 + exp(-(double)x[i]));
-    bp_test_check_tensor("silu", out, want, 6, 1);
-    bp_tensor_release(out);
-    BP_ASSERT_OK(bp_gelu(a, 0, &out));
-    for (int i = 0; i < 6; i++)
-        want[i] = 0.5 * x[i] * erfc(-x[i] / sqrt(2));
-    bp_test_check_tensor("gelu", out, want, 6, 1);
-    bp_tensor_release(out);
-    BP_ASSERT_OK(bp_tanh(a, &out));
-    for (int i = 0; i < 6; i++)
-        want[i] = tanh(x[i]);
-    bp_test_check_tensor("tanh", out, want, 6, 1);
-    bp_tensor_release(out);
+    const bp_ref_unary_op extremes[] = {BP_REF_SILU, BP_REF_GELU, BP_REF_TANH};
+    for (size_t o = 0; o < sizeof extremes / sizeof *extremes; o++) {
+        bp_tensor *out = NULL;
+        BP_ASSERT_OK(bp_test_unary(extremes[o], a, 0, NULL, &out));
+        double *want = bp_ref_unary(extremes[o], xd, 6, 0);
+        bp_test_check_tensor(bp_ref_unary_name(extremes[o]), out, want, 6, 1);
+        free(want);
+        bp_tensor_release(out);
+    }
     bp_tensor_release(a);
 }
 
 /* ---- where ---- */
 
-static const bp_test_shape where_cases[][3] = {
+static const bp_ref_shape where_cases[][3] = {
     {{3, {3, 5, 7}}, {3, {3, 5, 7}}, {3, {3, 5, 7}}},
     {{3, {3, 1, 5}}, {2, {4, 1}}, {1, {5}}},
     {{2, {1, 1}}, {0, {0}}, {2, {1, 1}}},
@@ -422,25 +330,22 @@ static void test_where(void **state) {
     for (int t = 0; t < BP_DTYPE_COUNT; t++) {
         bp_dtype dt = bp_test_all_dtypes[t];
         for (size_t c = 0; c < sizeof where_cases / sizeof *where_cases; c++) {
-            bp_test_shape sc = where_cases[c][0], sa = where_cases[c][1], sb = where_cases[c][2];
-            bp_test_shape so = broadcast((const bp_test_shape *[]){&sc, &sa, &sb}, 3);
+            bp_ref_shape sc = where_cases[c][0], sa = where_cases[c][1], sb = where_cases[c][2];
+            bp_ref_shape so = bp_ref_broadcast_shape((const bp_ref_shape[]){sc, sa, sb}, 3);
             double *vc, *va, *vb;
             double lo = dt == BP_DTYPE_U8 ? 1 : -100, hi = 100;
             bp_tensor *cond = bp_test_random_tensor(dev, BP_DTYPE_BOOL, sc.ndim, sc.d, seed++, 0,
                                                     1, &vc);
             bp_tensor *a = bp_test_random_tensor(dev, dt, sa.ndim, sa.d, seed++, lo, hi, &va);
             bp_tensor *b = bp_test_random_tensor(dev, dt, sb.ndim, sb.d, seed++, lo, hi, &vb);
-            int64_t n = bp_test_numel(so);
-            double *want = malloc((size_t)(n > 0 ? n : 1) * sizeof *want);
-            for (int64_t i = 0; i < n; i++)
-                want[i] = vc[bcast_index(so, sc, i)] != 0 ? va[bcast_index(so, sa, i)]
-                                                          : vb[bcast_index(so, sb, i)];
+            int64_t n = bp_ref_numel(so);
+            double *want = bp_ref_where(sc, vc, sa, va, sb, vb);
             bp_tensor *out = NULL;
             BP_ASSERT_OK(bp_where(cond, a, b, &out));
             assert_int_equal(bp_tensor_dtype(out), dt);
             bp_test_assert_shape(out, so);
             bp_test_check_tensor("where", out, want, n, 1);
-            if (sa.ndim == so.ndim && bp_test_numel(sa) == n) { /* in place into a */
+            if (sa.ndim == so.ndim && bp_ref_numel(sa) == n) { /* in place into a */
                 BP_ASSERT_OK(bp_where_out(cond, a, b, a));
                 bp_test_check_tensor("where", a, want, n, 1);
             }

@@ -1,8 +1,9 @@
-/* matmul on the cpu device against a float64 reference computed here from the rounded
- * inputs, compared with the tolerances of tolerances.h (terms = K). Covers every float
- * dtype, shapes that are not multiples of the kernels' blocks, zero-size and size-1
- * dims, transposes, batch broadcasting, non-contiguous inputs and outputs (including
- * strides BLAS cannot take), and every argument error with its message. */
+/* matmul on the cpu device against the float64 reference of op_reference.h computed
+ * from the rounded inputs, compared with the tolerances of tolerances.h (terms = K).
+ * Covers every float dtype, shapes that are not multiples of the kernels' blocks, zero-
+ * size and size-1 dims, transposes, batch broadcasting, non-contiguous inputs and
+ * outputs (including strides BLAS cannot take), and every argument error with its
+ * message. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,82 +13,25 @@
 #include <string.h>
 
 #include "test_util.h"
-#include "op_test_util.h"
-
-/* Offset of the batch item `t` of `out_batch` (nb dims) in a tensor of shape s
- * (matrices of mat elements), broadcasting. */
-static int64_t batch_offset(bp_test_shape s, const int64_t *out_batch, int nb, int64_t t,
-                            int64_t mat) {
-    int64_t off = 0, mul = mat;
-    for (int d = nb - 1; d >= 0; d--) {
-        int64_t i = t % out_batch[d];
-        t /= out_batch[d];
-        int ds = d - (nb - (s.ndim - 2));
-        if (ds >= 0) {
-            if (s.d[ds] != 1)
-                off += i * mul;
-            mul *= s.d[ds];
-        }
-    }
-    return off;
-}
-
-/* float64 reference of matmul(a, b, ta, tb) with out shape `os`. */
-static double *reference(const double *av, bp_test_shape as, const double *bv, bp_test_shape bs,
-                         int ta, int tb, bp_test_shape os) {
-    int nb = os.ndim - 2;
-    int64_t m = os.d[nb], n = os.d[nb + 1];
-    int64_t k = as.d[as.ndim - (ta ? 2 : 1)];
-    int64_t a_rows = as.d[as.ndim - 2], a_cols = as.d[as.ndim - 1];
-    int64_t b_rows = bs.d[bs.ndim - 2], b_cols = bs.d[bs.ndim - 1];
-    int64_t items = 1;
-    for (int d = 0; d < nb; d++)
-        items *= os.d[d];
-    double *out = calloc((size_t)(bp_test_numel(os) > 0 ? bp_test_numel(os) : 1), sizeof *out);
-    for (int64_t t = 0; t < items; t++) {
-        const double *a = av + batch_offset(as, os.d, nb, t, a_rows * a_cols);
-        const double *b = bv + batch_offset(bs, os.d, nb, t, b_rows * b_cols);
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) {
-                double sum = 0;
-                for (int64_t p = 0; p < k; p++)
-                    sum += (ta ? a[p * a_cols + i] : a[i * a_cols + p]) *
-                           (tb ? b[j * b_cols + p] : b[p * b_cols + j]);
-                out[t * m * n + i * n + j] = sum;
-            }
-    }
-    return out;
-}
-
-static bp_test_shape out_shape(bp_test_shape as, bp_test_shape bs, int ta, int tb) {
-    bp_test_shape o = {.ndim = as.ndim > bs.ndim ? as.ndim : bs.ndim};
-    for (int d = 0; d < o.ndim - 2; d++) {
-        int da = d - (o.ndim - as.ndim), db = d - (o.ndim - bs.ndim);
-        int64_t sa = da >= 0 ? as.d[da] : 1, sb = db >= 0 ? bs.d[db] : 1;
-        o.d[d] = sa == 1 ? sb : sa;
-    }
-    o.d[o.ndim - 2] = as.d[as.ndim - (ta ? 1 : 2)];
-    o.d[o.ndim - 1] = bs.d[bs.ndim - (tb ? 2 : 1)];
-    return o;
-}
+#include "op_check.h"
 
 /* out has shape os and, at the tolerance of K = k terms, the values want. */
-static void check(const char *what, const bp_tensor *out, bp_test_shape os, const double *want,
+static void check(const char *what, const bp_tensor *out, bp_ref_shape os, const double *want,
                   int64_t k) {
     bp_test_assert_shape(out, os);
-    bp_test_check_tensor(what, out, want, bp_test_numel(os), (double)k);
+    bp_test_check_tensor(what, out, want, bp_ref_numel(os), (double)k);
 }
 
 /* a @ b for random a of shape as and b of shape bs, in every float dtype. */
-static void run_case(bp_test_shape as, bp_test_shape bs, int ta, int tb, uint64_t seed) {
+static void run_case(bp_ref_shape as, bp_ref_shape bs, int ta, int tb, uint64_t seed) {
     bp_device *cpu = bp_test_cpu();
     for (int i = 0; i < 3; i++) {
         bp_dtype dt = bp_test_float_dtypes[i];
         double *av, *bv;
         bp_tensor *a = bp_test_random_tensor(cpu, dt, as.ndim, as.d, seed, -1, 1, &av);
         bp_tensor *b = bp_test_random_tensor(cpu, dt, bs.ndim, bs.d, seed + 1, -1, 1, &bv);
-        bp_test_shape os = out_shape(as, bs, ta, tb);
-        double *want = reference(av, as, bv, bs, ta, tb, os);
+        bp_ref_shape os = bp_ref_matmul_shape(as, bs, ta, tb);
+        double *want = bp_ref_matmul(av, as, bv, bs, ta, tb);
         bp_tensor *out = NULL;
         BP_ASSERT_OK(bp_matmul(a, b, ta, tb, &out));
         char what[96];
@@ -103,9 +47,9 @@ static void run_case(bp_test_shape as, bp_test_shape bs, int ta, int tb, uint64_
     }
 }
 
-#define S2(x, y) ((bp_test_shape){2, {x, y}})
-#define S3(x, y, z) ((bp_test_shape){3, {x, y, z}})
-#define S4(w, x, y, z) ((bp_test_shape){4, {w, x, y, z}})
+#define S2(x, y) ((bp_ref_shape){2, {x, y}})
+#define S3(x, y, z) ((bp_ref_shape){3, {x, y, z}})
+#define S4(w, x, y, z) ((bp_ref_shape){4, {w, x, y, z}})
 
 static void test_shapes(void **state) {
     (void)state;
@@ -147,7 +91,7 @@ static void test_batched(void **state) {
 }
 
 /* A random contiguous base tensor and its values. */
-static bp_tensor *base_tensor(bp_dtype dt, bp_test_shape s, uint64_t seed, double **vals) {
+static bp_tensor *base_tensor(bp_dtype dt, bp_ref_shape s, uint64_t seed, double **vals) {
     return bp_test_random_tensor(bp_test_cpu(), dt, s.ndim, s.d, seed, -1, 1, vals);
 }
 
@@ -157,9 +101,9 @@ static void check_views(const char *what, bp_tensor *a, const bp_tensor *abase, 
                         bp_tensor *b, const bp_tensor *bbase, const double *bbv, int ta, int tb,
                         bp_tensor *out) {
     double *av = bp_test_view_values(a, abase, abv), *bv = bp_test_view_values(b, bbase, bbv);
-    bp_test_shape as = bp_test_shape_of(a), bs = bp_test_shape_of(b);
-    bp_test_shape os = out_shape(as, bs, ta, tb);
-    double *want = reference(av, as, bv, bs, ta, tb, os);
+    bp_ref_shape as = bp_test_shape_of(a), bs = bp_test_shape_of(b);
+    bp_ref_shape os = bp_ref_matmul_shape(as, bs, ta, tb);
+    double *want = bp_ref_matmul(av, as, bv, bs, ta, tb);
     bp_tensor *res = out;
     if (out)
         BP_ASSERT_OK(bp_matmul_out(a, b, ta, tb, out));
@@ -250,7 +194,7 @@ static void test_errors(void **state) {
     bp_tensor *b4 = base_tensor(BP_DTYPE_F32, S2(4, 2), 62, NULL);
     bp_tensor *h = base_tensor(BP_DTYPE_F16, S2(4, 2), 63, NULL);
     bp_tensor *i32 = base_tensor(BP_DTYPE_I32, S2(4, 4), 64, NULL);
-    bp_tensor *vec = base_tensor(BP_DTYPE_F32, (bp_test_shape){1, {4}}, 65, NULL);
+    bp_tensor *vec = base_tensor(BP_DTYPE_F32, (bp_ref_shape){1, {4}}, 65, NULL);
     bp_tensor *ba = base_tensor(BP_DTYPE_F32, S3(2, 3, 4), 66, NULL);
     bp_tensor *bb = base_tensor(BP_DTYPE_F32, S3(3, 4, 5), 67, NULL);
     bp_tensor *out = NULL;

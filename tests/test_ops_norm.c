@@ -1,8 +1,9 @@
-/* rmsnorm, layernorm and rope on the cpu device against float64 references computed
- * here from the rounded inputs, compared with the per-dtype tolerances of
- * tolerances.h (terms = the row length D for the norms; rope accumulates nothing).
- * Covers optional weight/bias, zero-size and size-1 shapes, non-contiguous inputs and
- * outputs, rows enough for the worker pool, large positions, and the argument errors. */
+/* rmsnorm, layernorm and rope on the cpu device against the float64 references of
+ * op_reference.h computed from the rounded inputs, compared with the per-dtype
+ * tolerances of tolerances.h (terms = the row length D for the norms; rope accumulates
+ * nothing). Covers optional weight/bias, zero-size and size-1 shapes, non-contiguous
+ * inputs and outputs, rows enough for the worker pool, large positions, and the
+ * argument errors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,30 +14,14 @@
 #include <string.h>
 
 #include "test_util.h"
-#include "op_test_util.h"
+#include "op_check.h"
 
 /* ---- rmsnorm and layernorm ---- */
 
-/* Reference of rmsnorm (layer = 0) or layernorm over rows of length d; w and b may be
- * NULL. */
+/* The reference of rmsnorm (layer = 0) or layernorm; w and b may be NULL. */
 static double *norm_ref(int layer, const double *x, int64_t n, int64_t d, const double *w,
                         const double *b, float eps) {
-    double *y = bp_test_alloc_values(n);
-    for (int64_t r = 0; d > 0 && r < n / d; r++) {
-        const double *xr = x + r * d;
-        double mean = 0, acc = 0;
-        if (layer) {
-            for (int64_t j = 0; j < d; j++)
-                mean += xr[j];
-            mean /= (double)d;
-        }
-        for (int64_t j = 0; j < d; j++)
-            acc += (xr[j] - mean) * (xr[j] - mean);
-        double rstd = 1 / sqrt(acc / (double)d + (double)eps);
-        for (int64_t j = 0; j < d; j++)
-            y[r * d + j] = (xr[j] - mean) * rstd * (w ? w[j] : 1) + (b ? b[j] : 0);
-    }
-    return y;
+    return layer ? bp_ref_layernorm(x, n, d, w, b, eps) : bp_ref_rmsnorm(x, n, d, w, eps);
 }
 
 static bp_status run_norm(int layer, bp_tensor *x, bp_tensor *w, bp_tensor *b, float eps,
@@ -49,7 +34,7 @@ static bp_status run_norm_out(int layer, bp_tensor *x, bp_tensor *w, bp_tensor *
     return layer ? bp_layernorm_out(x, w, b, eps, out) : bp_rmsnorm_out(x, w, eps, out);
 }
 
-static const bp_test_shape norm_cases[] = {
+static const bp_ref_shape norm_cases[] = {
     {3, {3, 5, 8}}, {2, {1, 1}}, {2, {0, 4}}, {2, {4, 0}}, {2, {33, 65}}, {1, {257}},
     {2, {64, 1030}}, /* the worker pool */
 };
@@ -63,8 +48,8 @@ static void test_norms(void **state) {
         for (int t = 0; t < 3; t++) {
             bp_dtype dt = bp_test_float_dtypes[t];
             for (size_t c = 0; c < sizeof norm_cases / sizeof *norm_cases; c++) {
-                bp_test_shape s = norm_cases[c];
-                int64_t d = s.d[s.ndim - 1], n = bp_test_numel(s);
+                bp_ref_shape s = norm_cases[c];
+                int64_t d = s.d[s.ndim - 1], n = bp_ref_numel(s);
                 /* affine: bit 0 weight, bit 1 bias (layernorm only) */
                 for (int affine = 0; affine < (layer ? 4 : 2); affine++) {
                     double *vx, *vw = NULL, *vb = NULL;
@@ -182,39 +167,23 @@ static void test_norm_errors(void **state) {
 
 /* ---- rope ---- */
 
-static double *rope_ref(const double *x, bp_test_shape s, const bp_rope_attrs *a) {
-    int64_t n = bp_test_numel(s), d = s.d[s.ndim - 1], seq = s.d[s.ndim - 2], half = d / 2;
-    double *y = bp_test_alloc_values(n);
-    for (int64_t r = 0; d > 0 && r < n / d; r++) {
-        double pos = (double)a->position_offset + (double)(r % seq);
-        for (int64_t i = 0; i < half; i++) {
-            double ang = pos * pow((double)a->theta, -2.0 * (double)i / (double)d);
-            int64_t j0 = a->interleaved ? 2 * i : i, j1 = a->interleaved ? 2 * i + 1 : i + half;
-            double x0 = x[r * d + j0], x1 = x[r * d + j1];
-            y[r * d + j0] = x0 * cos(ang) - x1 * sin(ang);
-            y[r * d + j1] = x1 * cos(ang) + x0 * sin(ang);
-        }
-    }
-    return y;
-}
-
-static void check_rope(bp_tensor *x, const double *vx, bp_test_shape s, const bp_rope_attrs *a,
+static void check_rope(bp_tensor *x, const double *vx, bp_ref_shape s, const bp_rope_attrs *a,
                        uint64_t seed) {
-    double *want = rope_ref(vx, s, a);
+    double *want = bp_ref_rope(vx, s, a);
     bp_tensor *out = NULL;
     BP_ASSERT_OK(bp_rope(x, a, &out));
     bp_test_assert_shape(out, s);
-    bp_test_check_tensor("rope", out, want, bp_test_numel(s), 1);
+    bp_test_check_tensor("rope", out, want, bp_ref_numel(s), 1);
     bp_tensor *out2 = bp_test_random_tensor(bp_test_cpu(), bp_tensor_dtype(x), s.ndim, s.d, seed,
                                             1, 2, NULL);
     BP_ASSERT_OK(bp_rope_out(x, a, out2));
-    bp_test_check_tensor("rope", out2, want, bp_test_numel(s), 1);
+    bp_test_check_tensor("rope", out2, want, bp_ref_numel(s), 1);
     bp_tensor_release(out2);
     bp_tensor_release(out);
     free(want);
 }
 
-static const bp_test_shape rope_cases[] = {
+static const bp_ref_shape rope_cases[] = {
     {4, {2, 3, 5, 8}}, {3, {1, 1, 2}}, {3, {3, 0, 4}}, {2, {4, 0}}, {3, {2, 7, 64}},
     {2, {64, 1030}}, /* the worker pool */
 };
@@ -233,7 +202,7 @@ static void test_rope(void **state) {
         bp_dtype dt = bp_test_float_dtypes[t];
         for (size_t v = 0; v < sizeof variants / sizeof *variants; v++)
             for (size_t c = 0; c < sizeof rope_cases / sizeof *rope_cases; c++) {
-                bp_test_shape s = rope_cases[c];
+                bp_ref_shape s = rope_cases[c];
                 double *vx;
                 bp_tensor *x = bp_test_random_tensor(dev, dt, s.ndim, s.d, seed++, -2, 2, &vx);
                 check_rope(x, vx, s, &variants[v], seed++);
@@ -258,7 +227,7 @@ static void test_rope_strided(void **state) {
             assert_false(bp_tensor_is_contiguous(x));
             double *vx = bp_test_view_values(x, base, vbase);
             bp_rope_attrs a = {.theta = 10000.0f, .position_offset = 17, .interleaved = inter};
-            check_rope(x, vx, (bp_test_shape){4, {2, 3, 9, 16}}, &a, 3);
+            check_rope(x, vx, (bp_ref_shape){4, {2, 3, 9, 16}}, &a, 3);
             bp_tensor_release(x);
             bp_tensor_release(base);
             free(vbase);

@@ -1,9 +1,9 @@
-/* sum, max, mean and softmax on the cpu device against float64 references computed
- * here from the rounded inputs, compared with the per-dtype tolerances of
- * tolerances.h with terms = the length of the reduced dim (softmax: of the row).
- * Covers every dim (negative too), keepdim on and off, zero-size, size-1 and scalar
- * shapes, non-contiguous inputs, rows long enough for the worker pool and for f32
- * rounding to matter, causal masks, large logits, and the argument errors. */
+/* sum, max, mean and softmax on the cpu device against the float64 references of
+ * op_reference.h computed from the rounded inputs, compared with the per-dtype
+ * tolerances of tolerances.h with terms = the length of the reduced dim (softmax: of
+ * the row). Covers every dim (negative too), keepdim on and off, zero-size, size-1 and
+ * scalar shapes, non-contiguous inputs, rows long enough for the worker pool and for
+ * f32 rounding to matter, causal masks, large logits, and the argument errors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,57 +14,9 @@
 #include <string.h>
 
 #include "test_util.h"
-#include "op_test_util.h"
+#include "op_check.h"
 
 /* ---- sum, max, mean ---- */
-
-typedef enum { SUM, MAX, MEAN } red_kind;
-
-static const char *const red_names[] = {"sum", "max", "mean"};
-
-static bp_status run_reduce(red_kind k, bp_tensor *a, int dim, int keepdim, bp_tensor **out) {
-    return k == SUM ? bp_sum(a, dim, keepdim, out)
-           : k == MAX ? bp_max(a, dim, keepdim, out)
-                      : bp_mean(a, dim, keepdim, out);
-}
-
-static bp_status run_reduce_out(red_kind k, bp_tensor *a, int dim, int keepdim, bp_tensor *out) {
-    return k == SUM ? bp_sum_out(a, dim, keepdim, out)
-           : k == MAX ? bp_max_out(a, dim, keepdim, out)
-                      : bp_mean_out(a, dim, keepdim, out);
-}
-
-/* The reference over dim d of row-major values v of shape s (result row-major). */
-static double *reduce_ref(red_kind k, const double *v, bp_test_shape s, int d, bp_dtype dt) {
-    int64_t outer = 1, n = s.ndim ? s.d[d] : 1, inner = 1;
-    for (int i = 0; i < d; i++)
-        outer *= s.d[i];
-    for (int i = d + 1; i < s.ndim; i++)
-        inner *= s.d[i];
-    double *want = bp_test_alloc_values(outer * inner);
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t i = 0; i < inner; i++) {
-            double acc = k == MAX ? -INFINITY : 0;
-            for (int64_t j = 0; j < n; j++) {
-                double x = v[(o * n + j) * inner + i];
-                acc = k == MAX ? fmax(acc, x) : acc + x;
-            }
-            if (k == MEAN)
-                acc /= (double)n; /* 0/0 = NaN for an empty dim */
-            if (dt == BP_DTYPE_I32 || dt == BP_DTYPE_I64)
-                acc = bp_test_round(acc, dt);
-            want[o * inner + i] = acc;
-        }
-    return want;
-}
-
-static bp_test_shape reduced_shape(bp_test_shape s, int d, int keepdim) {
-    bp_test_shape o = {0};
-    for (int i = 0; i < s.ndim; i++)
-        if (i != d || keepdim)
-            o.d[o.ndim++] = i == d ? 1 : s.d[i];
-    return o;
-}
 
 static const bp_dtype red_dtypes[] = {BP_DTYPE_F32, BP_DTYPE_F16, BP_DTYPE_BF16, BP_DTYPE_I32,
                                       BP_DTYPE_I64};
@@ -72,26 +24,26 @@ static const bp_dtype red_dtypes[] = {BP_DTYPE_F32, BP_DTYPE_F16, BP_DTYPE_BF16,
 static bool is_int(bp_dtype dt) { return dt == BP_DTYPE_I32 || dt == BP_DTYPE_I64; }
 
 /* Checks op k over dim `dim` of `a` (values v, logical shape s), both forms. */
-static void check_reduce(red_kind k, bp_tensor *a, const double *v, bp_test_shape s, int dim,
-                         int keepdim, uint64_t seed) {
+static void check_reduce(bp_ref_reduce_op k, bp_tensor *a, const double *v, bp_ref_shape s,
+                         int dim, int keepdim, uint64_t seed) {
     bp_dtype dt = bp_tensor_dtype(a);
     int d = s.ndim == 0 ? 0 : (dim < 0 ? dim + s.ndim : dim);
-    bp_test_shape so = reduced_shape(s, d, keepdim);
-    double *want = reduce_ref(k, v, s, d, dt);
-    double terms = k == MAX ? 1 : (double)(s.ndim ? s.d[d] : 1);
+    bp_ref_shape so = bp_ref_reduced_shape(s, d, keepdim);
+    double *want = bp_ref_reduce(k, v, s, d, dt);
+    double terms = k == BP_REF_MAX ? 1 : (double)(s.ndim ? s.d[d] : 1);
     bp_tensor *out = NULL;
-    BP_ASSERT_OK(run_reduce(k, a, dim, keepdim, &out));
+    BP_ASSERT_OK(bp_test_reduce(k, a, dim, keepdim, NULL, &out));
     bp_test_assert_shape(out, so);
-    bp_test_check_tensor(red_names[k], out, want, bp_test_numel(so), terms);
+    bp_test_check_tensor(bp_ref_reduce_name(k), out, want, bp_ref_numel(so), terms);
     bp_tensor *out2 = bp_test_random_tensor(bp_test_cpu(), dt, so.ndim, so.d, seed, 1, 2, NULL);
-    BP_ASSERT_OK(run_reduce_out(k, a, dim, keepdim, out2));
-    bp_test_check_tensor(red_names[k], out2, want, bp_test_numel(so), terms);
+    BP_ASSERT_OK(bp_test_reduce(k, a, dim, keepdim, out2, NULL));
+    bp_test_check_tensor(bp_ref_reduce_name(k), out2, want, bp_ref_numel(so), terms);
     bp_tensor_release(out2);
     bp_tensor_release(out);
     free(want);
 }
 
-static const bp_test_shape red_cases[] = {
+static const bp_ref_shape red_cases[] = {
     {3, {3, 5, 7}}, {2, {1, 1}}, {2, {0, 4}}, {2, {4, 0}}, {2, {33, 65}}, {1, {257}}, {0, {0}},
     {2, {64, 1030}}, /* the worker pool, along either dim */
 };
@@ -100,13 +52,13 @@ static void test_reductions(void **state) {
     (void)state;
     bp_device *dev = bp_test_cpu();
     uint64_t seed = 1;
-    for (int k = SUM; k <= MEAN; k++)
+    for (int k = BP_REF_SUM; k <= BP_REF_MEAN; k++)
         for (size_t t = 0; t < sizeof red_dtypes / sizeof *red_dtypes; t++) {
             bp_dtype dt = red_dtypes[t];
-            if (k == MEAN && is_int(dt))
+            if (k == BP_REF_MEAN && is_int(dt))
                 continue;
             for (size_t c = 0; c < sizeof red_cases / sizeof *red_cases; c++) {
-                bp_test_shape s = red_cases[c];
+                bp_ref_shape s = red_cases[c];
                 double *v;
                 bp_tensor *a = bp_test_random_tensor(dev, dt, s.ndim, s.d, seed++,
                                                      is_int(dt) ? -1000 : -1,
@@ -115,9 +67,9 @@ static void test_reductions(void **state) {
                 for (int dim = -nd; dim < nd; dim++)
                     for (int keepdim = 0; keepdim < 2; keepdim++) {
                         int d = dim < 0 ? dim + nd : dim;
-                        if (k == MAX && s.ndim && s.d[d] == 0)
+                        if (k == BP_REF_MAX && s.ndim && s.d[d] == 0)
                             continue; /* an error, tested below */
-                        check_reduce((red_kind)k, a, v, s, dim, keepdim, seed++);
+                        check_reduce((bp_ref_reduce_op)k, a, v, s, dim, keepdim, seed++);
                     }
                 bp_tensor_release(a);
                 free(v);
@@ -129,10 +81,10 @@ static void test_reductions(void **state) {
 static void test_reductions_strided(void **state) {
     (void)state;
     bp_device *dev = bp_test_cpu();
-    for (int k = SUM; k <= MEAN; k++)
+    for (int k = BP_REF_SUM; k <= BP_REF_MEAN; k++)
         for (size_t t = 0; t < sizeof red_dtypes / sizeof *red_dtypes; t++) {
             bp_dtype dt = red_dtypes[t];
-            if (k == MEAN && is_int(dt))
+            if (k == BP_REF_MEAN && is_int(dt))
                 continue;
             double *vbase;
             bp_tensor *base = bp_test_random_tensor(dev, dt, 3, (int64_t[]){7, 5, 3}, 77 + t,
@@ -141,9 +93,9 @@ static void test_reductions_strided(void **state) {
             BP_ASSERT_OK(bp_tensor_permute(base, (const int[]){2, 0, 1}, &a));
             assert_false(bp_tensor_is_contiguous(a));
             double *v = bp_test_view_values(a, base, vbase);
-            bp_test_shape s = {3, {3, 7, 5}};
+            bp_ref_shape s = {3, {3, 7, 5}};
             for (int dim = 0; dim < 3; dim++)
-                check_reduce((red_kind)k, a, v, s, dim, dim == 1, 200 + (uint64_t)dim);
+                check_reduce((bp_ref_reduce_op)k, a, v, s, dim, dim == 1, 200 + (uint64_t)dim);
             bp_tensor_release(a);
             bp_tensor_release(base);
             free(vbase);
@@ -157,12 +109,12 @@ static void test_long_rows(void **state) {
     bp_device *dev = bp_test_cpu();
     for (int t = 0; t < 3; t++) {
         bp_dtype dt = bp_test_float_dtypes[t];
-        bp_test_shape s = {2, {2, 1 << 20}};
+        bp_ref_shape s = {2, {2, 1 << 20}};
         double *v;
         bp_tensor *a = bp_test_random_tensor(dev, dt, s.ndim, s.d, 31 + (uint64_t)t, -1, 1, &v);
-        check_reduce(SUM, a, v, s, 1, 0, 5);
-        check_reduce(MEAN, a, v, s, -1, 1, 6);
-        check_reduce(MAX, a, v, s, 1, 0, 7);
+        check_reduce(BP_REF_SUM, a, v, s, 1, 0, 5);
+        check_reduce(BP_REF_MEAN, a, v, s, -1, 1, 6);
+        check_reduce(BP_REF_MAX, a, v, s, 1, 0, 7);
         bp_tensor_release(a);
         free(v);
     }
@@ -236,49 +188,29 @@ static void test_reduce_errors(void **state) {
 
 /* ---- softmax ---- */
 
-/* Reference softmax of row-major v with shape s (rows of the last dim). */
-static double *softmax_ref(const double *v, bp_test_shape s, float scale, int causal) {
-    int64_t n = bp_test_numel(s), len = s.ndim ? s.d[s.ndim - 1] : 1;
-    int64_t sq = s.ndim >= 2 ? s.d[s.ndim - 2] : 1, rows = len ? n / len : 0;
-    double *want = bp_test_alloc_values(n);
-    for (int64_t r = 0; r < rows; r++) {
-        const double *x = v + r * len;
-        double *y = want + r * len;
-        int64_t kept = causal && r % sq + 1 < len ? r % sq + 1 : len;
-        double m = -INFINITY, sum = 0;
-        for (int64_t j = 0; j < kept; j++)
-            m = fmax(m, x[j] * (double)scale);
-        for (int64_t j = 0; j < kept; j++)
-            sum += exp(x[j] * (double)scale - m);
-        for (int64_t j = 0; j < len; j++)
-            y[j] = j < kept && m != -INFINITY ? exp(x[j] * (double)scale - m) / sum : 0;
-    }
-    return want;
-}
-
-static void check_softmax(bp_tensor *a, const double *v, bp_test_shape s, float scale, int causal,
+static void check_softmax(bp_tensor *a, const double *v, bp_ref_shape s, float scale, int causal,
                           uint64_t seed) {
-    double *want = softmax_ref(v, s, scale, causal);
+    double *want = bp_ref_softmax(v, s, scale, causal);
     double terms = s.ndim ? (double)s.d[s.ndim - 1] : 1;
     bp_tensor *out = NULL;
     BP_ASSERT_OK(bp_softmax(a, scale, causal, &out));
     bp_test_assert_shape(out, s);
-    bp_test_check_tensor("softmax", out, want, bp_test_numel(s), terms);
+    bp_test_check_tensor("softmax", out, want, bp_ref_numel(s), terms);
     bp_tensor *out2 = bp_test_random_tensor(bp_test_cpu(), bp_tensor_dtype(a), s.ndim, s.d, seed,
                                             1, 2, NULL);
     BP_ASSERT_OK(bp_softmax_out(a, scale, causal, out2));
-    bp_test_check_tensor("softmax", out2, want, bp_test_numel(s), terms);
+    bp_test_check_tensor("softmax", out2, want, bp_ref_numel(s), terms);
     bp_tensor_release(out2);
     bp_tensor_release(out);
     free(want);
 }
 
-static const bp_test_shape softmax_cases[] = {
+static const bp_ref_shape softmax_cases[] = {
     {3, {3, 5, 7}}, {2, {1, 1}}, {2, {0, 4}}, {2, {4, 0}}, {2, {33, 65}}, {1, {257}}, {0, {0}},
     {2, {64, 1030}},
 };
 
-static const bp_test_shape causal_cases[] = {
+static const bp_ref_shape causal_cases[] = {
     {4, {2, 3, 5, 9}}, /* Sq < Sk */
     {3, {4, 6, 6}},    /* Sq == Sk */
     {2, {7, 3}},       /* Sq > Sk: rows past Sk see every key */
@@ -295,7 +227,7 @@ static void test_softmax(void **state) {
         bp_dtype dt = bp_test_float_dtypes[t];
         for (int sc = 0; sc < 2; sc++) {
             for (size_t c = 0; c < sizeof softmax_cases / sizeof *softmax_cases; c++) {
-                bp_test_shape s = softmax_cases[c];
+                bp_ref_shape s = softmax_cases[c];
                 double *v;
                 bp_tensor *a = bp_test_random_tensor(dev, dt, s.ndim, s.d, seed++, -5, 5, &v);
                 check_softmax(a, v, s, scales[sc], 0, seed++);
@@ -303,7 +235,7 @@ static void test_softmax(void **state) {
                 free(v);
             }
             for (size_t c = 0; c < sizeof causal_cases / sizeof *causal_cases; c++) {
-                bp_test_shape s = causal_cases[c];
+                bp_ref_shape s = causal_cases[c];
                 double *v;
                 bp_tensor *a = bp_test_random_tensor(dev, dt, s.ndim, s.d, seed++, -5, 5, &v);
                 check_softmax(a, v, s, scales[sc], 1, seed++);
@@ -321,7 +253,7 @@ static void test_softmax_large_logits(void **state) {
     bp_device *dev = bp_test_cpu();
     for (int t = 0; t < 3; t++) {
         bp_dtype dt = bp_test_float_dtypes[t];
-        bp_test_shape s = {2, {6, 50}};
+        bp_ref_shape s = {2, {6, 50}};
         double *v;
         bp_tensor *a = bp_test_random_tensor(dev, dt, s.ndim, s.d, 90 + (uint64_t)t, 990, 1010, &v);
         check_softmax(a, v, s, 1.0f, 0, 1);
@@ -366,13 +298,13 @@ static void test_softmax_strided(void **state) {
         bp_tensor *a, *out_base, *out_t;
         BP_ASSERT_OK(bp_tensor_transpose(base, 1, 2, &a)); /* [2, 6, 11] */
         double *v = bp_test_view_values(a, base, vbase);
-        bp_test_shape s = {3, {2, 6, 11}};
+        bp_ref_shape s = {3, {2, 6, 11}};
         check_softmax(a, v, s, 0.5f, 1, 9);
-        double *want = softmax_ref(v, s, 0.5f, 1);
+        double *want = bp_ref_softmax(v, s, 0.5f, 1);
         BP_ASSERT_OK(bp_tensor_empty(dev, dt, 3, (int64_t[]){2, 11, 6}, &out_base));
         BP_ASSERT_OK(bp_tensor_transpose(out_base, 1, 2, &out_t));
         BP_ASSERT_OK(bp_softmax_out(a, 0.5f, 1, out_t));
-        bp_test_check_tensor("softmax", out_t, want, bp_test_numel(s), 11);
+        bp_test_check_tensor("softmax", out_t, want, bp_ref_numel(s), 11);
         bp_tensor_release(out_t);
         bp_tensor_release(out_base);
         bp_tensor_release(a);

@@ -1,6 +1,6 @@
-/* sdpa on the cpu device against a float64 reference computed here from the rounded
- * inputs: softmax(q k^T * scale, softcapped, plus ALiBi, masked) v, with a fully
- * masked row giving 0; compared with the tolerances of tolerances.h (terms = Sk).
+/* sdpa on the cpu device against the float64 reference of op_reference.h computed from
+ * the rounded inputs: softmax(q k^T * scale, softcapped, plus ALiBi, masked) v, with a
+ * fully masked row giving 0; compared with the tolerances of tolerances.h (terms = Sk).
  * Covers every float dtype and every combination of causal, sliding window, ALiBi,
  * softcap and grouped-query heads, default and custom scales, shapes that are not
  * multiples of the kernel's blocks, zero-size and size-1 dims, non-contiguous inputs
@@ -15,11 +15,10 @@
 #include <string.h>
 
 #include "test_util.h"
-#include "op_test_util.h"
+#include "op_check.h"
 
-typedef struct dims {
-    int64_t b, h, hkv, sq, sk, d;
-} dims;
+/* q [b, h, sq, d], k and v [b, hkv, sk, d]. */
+typedef bp_ref_sdpa_dims dims;
 
 typedef struct variant {
     float scale; /* as passed: 0 means 1/sqrt(d) */
@@ -29,62 +28,10 @@ typedef struct variant {
     bool alibi;
 } variant;
 
-/* Element (b, h, s, x) of a tensor given as values plus element strides. */
-typedef struct view4 {
-    const double *v;
-    int64_t st[4];
-} view4;
-
-static double at(view4 t, int64_t b, int64_t h, int64_t s, int64_t x) {
-    return t.v[b * t.st[0] + h * t.st[1] + s * t.st[2] + x * t.st[3]];
-}
-
-static view4 contiguous4(const double *v, int64_t h, int64_t s, int64_t d) {
-    return (view4){v, {h * s * d, s * d, d, 1}};
-}
-
-/* float64 reference, out [b, h, sq, d] contiguous. */
-static double *reference(dims n, variant var, view4 q, view4 k, view4 v, const double *slopes) {
-    double scale = var.scale != 0 ? var.scale : 1.0 / sqrt((double)n.d);
-    double *out = calloc((size_t)(n.b * n.h * n.sq * n.d + 1), sizeof *out);
-    double *s = malloc((size_t)(n.sk + 1) * sizeof *s);
-    bool *seen = malloc((size_t)(n.sk + 1) * sizeof *seen);
-    for (int64_t b = 0; b < n.b; b++)
-        for (int64_t h = 0; h < n.h; h++) {
-            int64_t hk = h / (n.h / n.hkv);
-            for (int64_t i = 0; i < n.sq; i++) {
-                double mx = -INFINITY;
-                for (int64_t j = 0; j < n.sk; j++) {
-                    double dot = 0;
-                    for (int64_t x = 0; x < n.d; x++)
-                        dot += at(q, b, h, i, x) * at(k, b, hk, j, x);
-                    double sc = dot * scale;
-                    if (var.softcap > 0)
-                        sc = var.softcap * tanh(sc / var.softcap);
-                    if (slopes)
-                        sc -= slopes[h] * (double)(i - j);
-                    seen[j] = !(var.causal && j > i) && !(var.window > 0 && j <= i - var.window);
-                    s[j] = sc;
-                    if (seen[j] && sc > mx)
-                        mx = sc;
-                }
-                double sum = 0;
-                for (int64_t j = 0; j < n.sk; j++) {
-                    s[j] = seen[j] ? exp(s[j] - mx) : 0;
-                    sum += s[j];
-                }
-                double *o = out + ((b * n.h + h) * n.sq + i) * n.d;
-                for (int64_t x = 0; x < n.d && sum > 0; x++) {
-                    double acc = 0;
-                    for (int64_t j = 0; j < n.sk; j++)
-                        acc += s[j] * at(v, b, hk, j, x);
-                    o[x] = acc / sum;
-                }
-            }
-        }
-    free(s);
-    free(seen);
-    return out;
+/* The attributes of a variant as the op takes them (has_alibi is set by the op). */
+static bp_sdpa_attrs attrs_of(variant var) {
+    return (bp_sdpa_attrs){.scale = var.scale, .causal = var.causal, .window = var.window,
+                           .softcap = var.softcap};
 }
 
 static void check(const char *what, const bp_tensor *out, const double *want, dims n) {
@@ -97,22 +44,6 @@ static void check(const char *what, const bp_tensor *out, const double *want, di
     bp_test_assert_close(what, got, want, n.b * n.h * n.sq * n.d, bp_tensor_dtype(out),
                          (double)n.sk);
     free(got);
-}
-
-/* Slopes as ALiBi uses them: 2^(-8 (h + 1) / H). */
-static bp_tensor *make_slopes(int64_t heads, double **values) {
-    float *f = malloc((size_t)(heads + 1) * sizeof *f);
-    double *v = malloc((size_t)(heads + 1) * sizeof *v);
-    for (int64_t h = 0; h < heads; h++) {
-        f[h] = (float)pow(2.0, -8.0 * (double)(h + 1) / (double)heads);
-        v[h] = f[h];
-    }
-    bp_tensor *t = NULL;
-    BP_ASSERT_OK(bp_tensor_from_host(bp_test_cpu(), BP_DTYPE_F32, 1, (const int64_t[]){heads}, f,
-                                     &t));
-    free(f);
-    *values = v;
-    return t;
 }
 
 static void describe(char *buf, size_t size, bp_dtype dt, dims n, variant var) {
@@ -132,12 +63,11 @@ static void run_case(bp_dtype dt, dims n, variant var, uint64_t seed) {
                                          seed + 1, -1, 1, &kv);
     bp_tensor *v = bp_test_random_tensor(cpu, dt, 4, (const int64_t[]){n.b, n.hkv, n.sk, n.d},
                                          seed + 2, -1, 1, &vv);
-    bp_tensor *slopes = var.alibi ? make_slopes(n.h, &sv) : NULL;
-    bp_sdpa_attrs attrs = {.scale = var.scale, .causal = var.causal, .window = var.window,
-                           .softcap = var.softcap, .has_alibi = 0 /* set by the op */};
-    double *want = reference(n, var, contiguous4(qv, n.h, n.sq, n.d),
-                             contiguous4(kv, n.hkv, n.sk, n.d), contiguous4(vv, n.hkv, n.sk, n.d),
-                             sv);
+    bp_tensor *slopes = var.alibi ? bp_test_alibi_slopes(bp_test_cpu(), n.h, &sv) : NULL;
+    bp_sdpa_attrs attrs = attrs_of(var);
+    double *want = bp_ref_sdpa(n, &attrs, bp_ref_view4_contiguous(qv, n.h, n.sq, n.d),
+                               bp_ref_view4_contiguous(kv, n.hkv, n.sk, n.d),
+                               bp_ref_view4_contiguous(vv, n.hkv, n.sk, n.d), sv);
     bp_tensor *out = NULL;
     BP_ASSERT_OK(bp_sdpa(q, k, v, slopes, &attrs, &out));
     char what[256];
@@ -233,12 +163,12 @@ static void test_strided(void **state) {
         BP_ASSERT_OK(bp_tensor_transpose(vb, 1, 2, &v));
         BP_ASSERT_OK(bp_tensor_empty(cpu, dt, 4, (const int64_t[]){n.b, n.sq, n.h, n.d}, &ob));
         BP_ASSERT_OK(bp_tensor_transpose(ob, 1, 2, &out));
-        bp_tensor *slopes = make_slopes(n.h, &sv);
-        view4 qview = {qv, {n.sq * n.h * n.d, n.d, n.h * n.d, 1}};
-        view4 kview = {kv, {n.sk * n.hkv * n.d, n.d, n.hkv * n.d, 1}};
-        view4 vview = {vv, {n.sk * n.hkv * n.d, n.d, n.hkv * n.d, 1}};
-        double *want = reference(n, var, qview, kview, vview, sv);
-        bp_sdpa_attrs attrs = {.scale = var.scale, .causal = 1, .softcap = var.softcap};
+        bp_tensor *slopes = bp_test_alibi_slopes(bp_test_cpu(), n.h, &sv);
+        bp_ref_view4 qview = {qv, {n.sq * n.h * n.d, n.d, n.h * n.d, 1}};
+        bp_ref_view4 kview = {kv, {n.sk * n.hkv * n.d, n.d, n.hkv * n.d, 1}};
+        bp_ref_view4 vview = {vv, {n.sk * n.hkv * n.d, n.d, n.hkv * n.d, 1}};
+        bp_sdpa_attrs attrs = attrs_of(var);
+        double *want = bp_ref_sdpa(n, &attrs, qview, kview, vview, sv);
         BP_ASSERT_OK(bp_sdpa_out(q, k, v, slopes, &attrs, out));
         char what[256];
         describe(what, sizeof what, dt, n, var);
@@ -266,8 +196,9 @@ static void test_default_attrs(void **state) {
                                          801, -1, 1, &kv);
     bp_tensor *v = bp_test_random_tensor(cpu, BP_DTYPE_F32, 4, (const int64_t[]){1, 2, 11, 16},
                                          802, -1, 1, &vv);
-    double *want = reference(n, (variant){0}, contiguous4(qv, 2, 9, 16), contiguous4(kv, 2, 11, 16),
-                             contiguous4(vv, 2, 11, 16), NULL);
+    double *want = bp_ref_sdpa(n, NULL, bp_ref_view4_contiguous(qv, 2, 9, 16),
+                               bp_ref_view4_contiguous(kv, 2, 11, 16),
+                               bp_ref_view4_contiguous(vv, 2, 11, 16), NULL);
     bp_tensor *out = NULL;
     BP_ASSERT_OK(bp_sdpa(q, k, v, NULL, NULL, &out));
     check("sdpa with NULL attrs", out, want, n);

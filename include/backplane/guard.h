@@ -17,6 +17,18 @@ BP_API bp_device *bp_current_device(void);
  *  still in scope, else the device's default stream. NULL for a NULL device. */
 BP_API bp_stream *bp_current_stream(bp_device *device);
 
+/** The device that `device`'s backend itself holds current on the calling thread, as
+ *  the backend reports it (ABI 1.2 bp_guard_vtable.get_current): with a CUDA backend,
+ *  the device whose context is current. Guards keep it in step: a guard's begin makes
+ *  its device current in the backend, and a guard's end makes the device it restores
+ *  current again; ending the outermost guard leaves the backend's notion as it was.
+ *  So it tells whether a backend really followed the guards.
+ *  Errors: BP_ERR_INVALID_ARGUMENT for a NULL argument; BP_ERR_UNSUPPORTED when the
+ *  backend does not report a current device (the built-in cpu backend, plugins older
+ *  than ABI 1.2); BP_ERR_NOT_FOUND when it has none current on this thread; the
+ *  backend's error when it fails. *out_device is NULL on every error. */
+BP_API bp_status bp_device_backend_current(bp_device *device, bp_device **out_device);
+
 /** Saved state of a device guard; treat the fields as private. */
 typedef struct bp_device_guard {
     bp_device *previous;

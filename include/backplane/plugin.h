@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define BP_PLUGIN_ABI_MAJOR 1
-#define BP_PLUGIN_ABI_MINOR 1
+#define BP_PLUGIN_ABI_MINOR 2
 /** Oldest minor version of the current major that this host can drive. */
 #define BP_PLUGIN_ABI_MINOR_REQUIRED 0
 
@@ -204,12 +204,21 @@ typedef struct bp_memory_vtable {
     bp_status (*memset_async)(void *stream, void *ptr, int value, size_t size);
 } bp_memory_vtable;
 
-/** Current-device hook: the host keeps the current device and stream of each thread
- *  and calls set_current when a guard makes one of this backend's devices current
- *  on a thread (a CUDA backend makes its context current). Optional. */
+/** Current-device hooks: the host keeps the current device and stream of each thread
+ *  and calls set_current whenever a guard makes one of this backend's devices current
+ *  on a thread: at the guard's begin, and again at a guard's end that restores one of
+ *  them (a CUDA backend makes its context current). The table is optional; when
+ *  given, set_current is required. */
 typedef struct bp_guard_vtable {
     uint32_t struct_size;
     bp_status (*set_current)(void *device);
+    /* ABI 1.2 */
+    /** Stores in *out_index the index (as given to open) of the device that the backend
+     *  itself holds current on the calling thread: its own notion, e.g. the device of
+     *  the CUDA context current on the thread, whoever made it current. Returns
+     *  BP_ERR_NOT_FOUND (without set_error) when it has none on this thread. Optional:
+     *  what bp_device_backend_current reports. */
+    bp_status (*get_current)(void *backend, int *out_index);
 } bp_guard_vtable;
 
 /** Reserved for region execution (the context-hints work); must be NULL in ABI 1.0. */
@@ -236,6 +245,21 @@ typedef struct bp_plugin_descriptor {
     const bp_guard_vtable *guard;          /**< optional */
     const struct bp_region_vtable *region; /**< reserved: NULL */
 } bp_plugin_descriptor;
+
+/** Bytes a struct needs to hold `field` and everything before it. */
+#define BP_STRUCT_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/** Sizes of the ABI 1.0 structs: a plugin's struct_size fields must reach at least
+ *  these (the host rejects smaller ones: "built against an older header"). */
+#define BP_PLUGIN_DESCRIPTOR_SIZE_1_0 BP_STRUCT_END(bp_plugin_descriptor, region)
+#define BP_DEVICE_VTABLE_SIZE_1_0 BP_STRUCT_END(bp_device_vtable, synchronize)
+#define BP_STREAM_VTABLE_SIZE_1_0 BP_STRUCT_END(bp_stream_vtable, wait_event)
+#define BP_EVENT_VTABLE_SIZE_1_0 BP_STRUCT_END(bp_event_vtable, elapsed_ms)
+#define BP_MEMORY_VTABLE_SIZE_1_0 BP_STRUCT_END(bp_memory_vtable, memset_async)
+#define BP_GUARD_VTABLE_SIZE_1_0 BP_STRUCT_END(bp_guard_vtable, set_current)
+
+/** Longest device type name a descriptor may have. */
+#define BP_PLUGIN_NAME_MAX 31
 
 #ifdef __cplusplus
 }

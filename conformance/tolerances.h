@@ -1,13 +1,13 @@
-/* Per-dtype tolerances of the op tests, the one place they are written down
- * (docs/ops.md cites this file). A result passes when
+/* Per-dtype tolerances of the op unit tests and of bp-conformance's ops group, the one
+ * place they are written down (docs/ops.md cites this file). A result passes when
  *     |got - want| <= atol * growth + rtol * |want|
  * where `want` is computed in float64 from the same (already rounded) inputs, and
  * growth = sqrt(K) for an op that accumulates K products or terms (sum, mean,
  * matmul, sdpa, softmax and norm rows), else 1. Kernels accumulate in f32, so the
  * f32 figures cover f32 rounding; f16 and bf16 add the rounding of the stored result
  * (half an ulp: 2^-11 and 2^-8 relative). Integer and bool results must be exact. */
-#ifndef BP_TEST_TOLERANCES_H
-#define BP_TEST_TOLERANCES_H
+#ifndef BP_OP_TOLERANCES_H
+#define BP_OP_TOLERANCES_H
 
 #include <math.h>
 #include <backplane/dtype.h>

@@ -1,0 +1,95 @@
+/* Device-memory checks that fail the running test (expect.h). */
+#include "expect.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#include "conformance.h"
+#include "work.h"
+
+void *bp_conf_alloc(size_t size, bp_stream *stream) {
+    void *p = NULL;
+    BP_CONF_OK(bp_memory_alloc(bp_conf.device, size, stream, &p));
+    if (size && !p)
+        fail_msg("bp_memory_alloc(%zu bytes) returned BP_OK and a NULL pointer", size);
+    return p;
+}
+
+bp_stream *bp_conf_stream(void) {
+    bp_stream *s = NULL;
+    BP_CONF_OK(bp_stream_create(bp_conf.device, 0, &s));
+    return s;
+}
+
+/* Downloads into a fresh host buffer the caller frees; fails the test on error. */
+static unsigned char *download(bp_stream *stream, const void *src, size_t n) {
+    unsigned char *host = malloc(n ? n : 1);
+    if (!host)
+        fail_msg("cannot allocate %zu bytes of host memory", n);
+    bp_status st = bp_conf_download(stream, src, n, host);
+    if (st != BP_OK) {
+        free(host);
+        fail_msg("downloading %zu bytes returned %s: %s", n, bp_status_str(st), bp_last_error());
+    }
+    return host;
+}
+
+void bp_conf_expect_filled(bp_stream *stream, const void *src, size_t n, int value,
+                           const char *what) {
+    unsigned char *host = download(stream, src, n);
+    size_t bad = 0;
+    if (!bp_conf_all_bytes(host, n, value, &bad)) {
+        unsigned got = host[bad];
+        free(host);
+        fail_msg("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", what, bad, n, got,
+                 (unsigned char)value);
+    }
+    free(host);
+}
+
+void bp_conf_expect_bytes(bp_stream *stream, const void *src, const void *want, size_t n,
+                          const char *what) {
+    unsigned char *host = download(stream, src, n);
+    const unsigned char *w = want;
+    for (size_t i = 0; i < n; i++)
+        if (host[i] != w[i]) {
+            unsigned got = host[i];
+            free(host);
+            fail_msg("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", what, i, n, got, w[i]);
+        }
+    free(host);
+}
+
+void bp_conf_two_bytes(uint64_t *rng, int *old_value, int *new_value) {
+    *old_value = (int)(bp_conf_rand(rng) % 255) + 1;
+    *new_value = (int)(bp_conf_rand(rng) % 254) + 1;
+    if (*new_value >= *old_value)
+        (*new_value)++;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void bp_conf_poll_until_done(bp_status (*query)(void *object), void *object, const char *what) {
+    double deadline = now_s() + BP_CONF_POLL_LIMIT_S;
+    const struct timespec pause = {0, 200 * 1000};
+    for (;;) {
+        bp_clear_error();
+        bp_status st = query(object);
+        if (st == BP_OK)
+            return;
+        if (st != BP_ERR_NOT_READY)
+            fail_msg("%s: query returned %s: %s", what, bp_status_str(st), bp_last_error());
+        if (bp_last_error()[0])
+            fail_msg("%s: query returned BP_ERR_NOT_READY and set the error message '%s' "
+                     "(NOT_READY is not a failure)",
+                     what, bp_last_error());
+        if (now_s() > deadline)
+            fail_msg("%s: query still says BP_ERR_NOT_READY %d s after the work was enqueued",
+                     what, BP_CONF_POLL_LIMIT_S);
+        nanosleep(&pause, NULL);
+    }
+}

@@ -1,0 +1,50 @@
+# The conformance suite in `make test` (docs/conformance.md): it must pass on cpu and
+# on bp-broken without a defect, and catch each seeded defect of bp-broken by the test
+# the docs name. Every run goes through check_conformance.cmake, which checks the exit
+# code and the report, not only the output.
+set(bp_broken_plugin ${BP_TEST_PLUGIN_DIR}/broken/libbp_broken.so)
+set(bp_conf_env "BP_PLUGIN_PATH=;BP_PLUGINS=;BP_DEVICE=;BP_MEMORY_LIMIT_MB=;BP_AUTOLOAD=;BP_TRACE_OPS=;BP_PROFILE=;BP_CPU_FALLBACK=;BP_BLAS=;BP_BROKEN_DEFECT=")
+
+# bp_conformance_test(<name> EXIT <code> [EXPECT <regex>...] [DEFECT <defect>] ARGS <args>...)
+function(bp_conformance_test name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "EXIT;DEFECT" "EXPECT;ARGS")
+  string(REPLACE ";" "\\;" args "${arg_ARGS}")
+  string(REPLACE ";" "\\;" expect "${arg_EXPECT}")
+  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND}
+    -DEXE=$<TARGET_FILE:bp-conformance> -DARGS=${args} -DEXIT=${arg_EXIT}
+    -DEXPECT=${expect} -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/${name}
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
+  set(env "${bp_conf_env}")
+  if(arg_DEFECT)
+    set(env "${env};BP_BROKEN_DEFECT=${arg_DEFECT}")
+  endif()
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${env}" TIMEOUT 900 LABELS conformance)
+endfunction()
+
+# The reference backend passes, and its JUnit lists every test (the script compares the
+# <testcase> count with --list).
+bp_conformance_test(conformance_cpu EXIT 0 ARGS --device cpu --junit JUNIT)
+# A correct plugin that lacks most kernels passes too: what it lacks is skipped.
+bp_conformance_test(conformance_broken EXIT 0 ARGS --device broken --plugin ${bp_broken_plugin} --junit JUNIT)
+
+# Each seeded defect: the run fails (exit 1) and the named test is among the failures.
+# bp_conformance_defect(<defect> <group> <test> [<regex of the failure detail>] [extra args])
+function(bp_conformance_defect defect group test detail)
+  bp_conformance_test(conformance_defect_${defect} EXIT 1 DEFECT ${defect}
+    EXPECT "FAIL  ${group}\\.${test}: ${detail}"
+    ARGS --device broken --plugin ${bp_broken_plugin} --filter "${group}.*" ${ARGN})
+endfunction()
+bp_conformance_defect(event_early events synchronize_waits_for_work "")
+bp_conformance_defect(wait_ignored streams wait_event_orders_streams "")
+bp_conformance_defect(copy_drops_byte memory copy_sizes_and_offsets "")
+bp_conformance_defect(alloc_overlap allocator live_blocks_disjoint "")
+bp_conformance_defect(softmax_no_max ops softmax_f32 "")
+bp_conformance_defect(guard_no_restore guards backend_follows_nested_guards "")
+# Isolation: a crash and a hang fail their test, and the rest of the suite still runs
+# (these two run every group, so the groups after the broken one must report).
+bp_conformance_test(conformance_defect_oom_abort EXIT 1 DEFECT oom_abort
+  EXPECT "FAIL  memory\\.out_of_memory_is_error: crashed with signal 6" "PASS  streams\\.ordering"
+  ARGS --device broken --plugin ${bp_broken_plugin} --filter "memory.*,streams.*")
+bp_conformance_test(conformance_defect_query_hang EXIT 1 DEFECT query_hang
+  EXPECT "FAIL  streams\\.query: timed out after 10 s" "PASS  events\\.synchronize_waits_for_work"
+  ARGS --device broken --plugin ${bp_broken_plugin} --timeout 10 --filter "streams.*,events.*")
