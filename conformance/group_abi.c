@@ -60,11 +60,88 @@ static void expect_table_size(const void *table, size_t min, const char *what) {
                  min);
 }
 
-#define EXPECT_FN(table, fn)                                                                 \
-    do {                                                                                     \
-        if (!(table)->fn)                                                                    \
-            fail_msg("required function " #table "->" #fn " is NULL");                       \
-    } while (0)
+/* A function a vtable must set: always (cap 0) or when the device reports `cap`. */
+typedef struct required_fn {
+    size_t offset;    /* of the function pointer in its vtable */
+    const char *name; /* "d->device->count", as the failure names it */
+    uint32_t cap;
+} required_fn;
+
+#define REQUIRED(table, type, fn, cap) {offsetof(type, fn), "d->" #table "->" #fn, cap}
+
+/* A vtable of the descriptor: its ABI 1.0 size and the functions it must set. */
+typedef struct vtable_check {
+    const char *what; /* "device" */
+    size_t min_size;
+    const required_fn *fns;
+    size_t n_fns;
+} vtable_check;
+
+#define FNS(list) list, sizeof list / sizeof list[0]
+
+static const required_fn device_fns[] = {
+    REQUIRED(device, bp_device_vtable, count, 0),
+    REQUIRED(device, bp_device_vtable, get_props, 0),
+    REQUIRED(device, bp_device_vtable, open, 0),
+    REQUIRED(device, bp_device_vtable, close, 0),
+    REQUIRED(device, bp_device_vtable, mem_info, 0),
+    REQUIRED(device, bp_device_vtable, synchronize, 0),
+};
+static const required_fn stream_fns[] = {
+    REQUIRED(stream, bp_stream_vtable, create, 0),
+    REQUIRED(stream, bp_stream_vtable, destroy, 0),
+    REQUIRED(stream, bp_stream_vtable, synchronize, 0),
+    REQUIRED(stream, bp_stream_vtable, query, 0),
+    REQUIRED(stream, bp_stream_vtable, wait_event, 0),
+};
+static const required_fn event_fns[] = {
+    REQUIRED(event, bp_event_vtable, create, 0),
+    REQUIRED(event, bp_event_vtable, destroy, 0),
+    REQUIRED(event, bp_event_vtable, record, 0),
+    REQUIRED(event, bp_event_vtable, query, 0),
+    REQUIRED(event, bp_event_vtable, synchronize, 0),
+    REQUIRED(event, bp_event_vtable, elapsed_ms, BP_CAP_TIMED_EVENTS),
+};
+static const required_fn memory_fns[] = {
+    REQUIRED(memory, bp_memory_vtable, alloc, 0),
+    REQUIRED(memory, bp_memory_vtable, free, 0),
+    REQUIRED(memory, bp_memory_vtable, copy_async, 0),
+    REQUIRED(memory, bp_memory_vtable, memset_async, 0),
+    REQUIRED(memory, bp_memory_vtable, copy_peer_async, BP_CAP_PEER_COPY),
+};
+/* Checked after the memory table's host_alloc/host_free pairing. */
+static const required_fn pinned_host_fns[] = {
+    REQUIRED(memory, bp_memory_vtable, host_alloc, BP_CAP_PINNED_HOST),
+    REQUIRED(memory, bp_memory_vtable, host_free, BP_CAP_PINNED_HOST),
+};
+static const required_fn guard_fns[] = {
+    REQUIRED(guard, bp_guard_vtable, set_current, 0),
+};
+
+static const vtable_check device_check = {"device", BP_DEVICE_VTABLE_SIZE_1_0, FNS(device_fns)};
+static const vtable_check stream_check = {"stream", BP_STREAM_VTABLE_SIZE_1_0, FNS(stream_fns)};
+static const vtable_check event_check = {"event", BP_EVENT_VTABLE_SIZE_1_0, FNS(event_fns)};
+static const vtable_check memory_check = {"memory", BP_MEMORY_VTABLE_SIZE_1_0, FNS(memory_fns)};
+static const vtable_check guard_check = {"guard", BP_GUARD_VTABLE_SIZE_1_0, FNS(guard_fns)};
+
+/* Fails unless `table` sets each of fns[0, n) that the device's capabilities require. */
+static void expect_fns(const void *table, const required_fn *fns, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (fns[i].cap && !(bp_conf.props.capabilities & fns[i].cap))
+            continue;
+        void (*fn)(void);
+        /* Function pointers of every type have one representation (POSIX). */
+        memcpy(&fn, (const char *)table + fns[i].offset, sizeof fn);
+        if (!fn)
+            fail_msg("required function %s is NULL", fns[i].name);
+    }
+}
+
+/* The table's size, then its required functions. */
+static void expect_vtable(const void *table, const vtable_check *check) {
+    expect_table_size(table, check->min_size, check->what);
+    expect_fns(table, check->fns, check->n_fns);
+}
 
 /* The name and the aliases: well-formed, the name the device reports, no duplicates. */
 static void expect_names(const bp_plugin_descriptor *d) {
@@ -99,49 +176,15 @@ static void expect_tables(const bp_plugin_descriptor *d) {
     uint32_t caps = bp_conf.props.capabilities;
     if (!d->init)
         fail_msg("required function init is NULL");
-
-    expect_table_size(d->device, BP_DEVICE_VTABLE_SIZE_1_0, "device");
-    EXPECT_FN(d->device, count);
-    EXPECT_FN(d->device, get_props);
-    EXPECT_FN(d->device, open);
-    EXPECT_FN(d->device, close);
-    EXPECT_FN(d->device, mem_info);
-    EXPECT_FN(d->device, synchronize);
-
-    expect_table_size(d->stream, BP_STREAM_VTABLE_SIZE_1_0, "stream");
-    EXPECT_FN(d->stream, create);
-    EXPECT_FN(d->stream, destroy);
-    EXPECT_FN(d->stream, synchronize);
-    EXPECT_FN(d->stream, query);
-    EXPECT_FN(d->stream, wait_event);
-
-    expect_table_size(d->event, BP_EVENT_VTABLE_SIZE_1_0, "event");
-    EXPECT_FN(d->event, create);
-    EXPECT_FN(d->event, destroy);
-    EXPECT_FN(d->event, record);
-    EXPECT_FN(d->event, query);
-    EXPECT_FN(d->event, synchronize);
-    if (caps & BP_CAP_TIMED_EVENTS)
-        EXPECT_FN(d->event, elapsed_ms);
-
-    expect_table_size(d->memory, BP_MEMORY_VTABLE_SIZE_1_0, "memory");
-    EXPECT_FN(d->memory, alloc);
-    EXPECT_FN(d->memory, free);
-    EXPECT_FN(d->memory, copy_async);
-    EXPECT_FN(d->memory, memset_async);
-    if (caps & BP_CAP_PEER_COPY)
-        EXPECT_FN(d->memory, copy_peer_async);
+    expect_vtable(d->device, &device_check);
+    expect_vtable(d->stream, &stream_check);
+    expect_vtable(d->event, &event_check);
+    expect_vtable(d->memory, &memory_check);
     if (!d->memory->host_alloc != !d->memory->host_free)
         fail_msg("memory->host_alloc and memory->host_free must be both set or both NULL");
-    if (caps & BP_CAP_PINNED_HOST) {
-        EXPECT_FN(d->memory, host_alloc);
-        EXPECT_FN(d->memory, host_free);
-    }
-
-    if (d->guard) {
-        expect_table_size(d->guard, BP_GUARD_VTABLE_SIZE_1_0, "guard");
-        EXPECT_FN(d->guard, set_current);
-    }
+    expect_fns(d->memory, FNS(pinned_host_fns));
+    if (d->guard)
+        expect_vtable(d->guard, &guard_check);
     /* Reserved for region execution: NULL unless the backend claims the capability. */
     if (d->region && !(caps & BP_CAP_REGIONS))
         fail_msg("descriptor region is set but the device does not report BP_CAP_REGIONS (the "

@@ -31,9 +31,7 @@ static const int first_value = 0x11, second_value = 0x22;
 
 /* Downloads `n` bytes at `src` through `stream` into a fresh host buffer. */
 static unsigned char *download_new(bp_stream *stream, const void *src, size_t n) {
-    unsigned char *host = malloc(n);
-    if (!host)
-        fail_msg("cannot allocate %zu bytes of host memory", n);
+    unsigned char *host = bp_conf_host_buffer(n);
     BP_CONF_OK(bp_conf_download(stream, src, n, host));
     return host;
 }
@@ -46,6 +44,20 @@ static void expect_all(const unsigned char *host, size_t n, int value, const cha
                  (unsigned)value);
 }
 
+/* The first user of a block: allocates `size` bytes on `s`, writes first_value there
+ * late (slow work), copies what s wrote into a fresh host buffer (*seen, which the
+ * caller frees) and frees the block while that work may still run. Returns the freed
+ * block's address, to compare with where the next allocation lands. */
+static void *write_late_then_free(bp_stream *s, size_t size, unsigned char **seen) {
+    bp_device *dev = bp_conf.device;
+    *seen = bp_conf_host_buffer(size);
+    void *p = bp_conf_alloc(size, s);
+    BP_CONF_OK(bp_conf_slow_fill(s, p, size, first_value, SLOW_ROUNDS));
+    BP_CONF_OK(bp_memory_copy_async(*seen, NULL, p, dev, size, s));
+    BP_CONF_OK(bp_memory_free(dev, p));
+    return p;
+}
+
 /* ---- stream_ordered_reuse ---- */
 
 /* One round: `size` bytes written late by stream a, freed, then allocated on stream b
@@ -54,14 +66,8 @@ static bool reuse_round(size_t size) {
     bp_device *dev = bp_conf.device;
     BP_CONF_OK(bp_memory_empty_cache(dev)); /* b's block comes from a's pool or is new */
     bp_stream *a = bp_conf_stream(), *b = bp_conf_stream();
-    unsigned char *seen_by_a = malloc(size);
-    if (!seen_by_a)
-        fail_msg("cannot allocate %zu bytes of host memory", size);
-
-    void *p = bp_conf_alloc(size, a);
-    BP_CONF_OK(bp_conf_slow_fill(a, p, size, first_value, SLOW_ROUNDS));
-    BP_CONF_OK(bp_memory_copy_async(seen_by_a, NULL, p, dev, size, a));
-    BP_CONF_OK(bp_memory_free(dev, p)); /* a's work still uses p */
+    unsigned char *seen_by_a;
+    void *p = write_late_then_free(a, size, &seen_by_a); /* a's work still uses p */
 
     void *q = bp_conf_alloc(size, b);
     BP_CONF_OK(bp_memory_set_async(dev, q, second_value, size, b));
@@ -212,13 +218,9 @@ static void test_record_stream_keeps_alive(void **state) {
 static void same_stream_round(size_t size) {
     bp_device *dev = bp_conf.device;
     bp_stream *s = bp_conf_stream();
-    unsigned char *before = malloc(size);
-    if (!before)
-        fail_msg("cannot allocate %zu bytes of host memory", size);
-    void *p = bp_conf_alloc(size, s);
-    BP_CONF_OK(bp_conf_slow_fill(s, p, size, first_value, SLOW_ROUNDS));
-    BP_CONF_OK(bp_memory_copy_async(before, NULL, p, dev, size, s));
-    BP_CONF_OK(bp_memory_free(dev, p)); /* reusable at once on s: stream order protects it */
+    unsigned char *before;
+    /* The block is reusable at once on s: stream order protects it. */
+    void *p = write_late_then_free(s, size, &before);
 
     void *q = bp_conf_alloc(size, s);
     BP_CONF_OK(bp_memory_set_async(dev, q, second_value, size, s));

@@ -155,8 +155,7 @@ static void test_null_arguments(void **state) {
 static void test_invalid_free(void **state) {
     bp_device *dev = bp_conf.device;
     bp_stream *s = bp_conf_stream();
-    bp_memory_stats before = {.struct_size = sizeof before};
-    BP_CONF_OK(bp_memory_get_stats(dev, &before));
+    bp_memory_stats before = bp_conf_memory_stats();
 
     /* Pointers the allocator never handed out. */
     char *heap = malloc(4096);
@@ -181,12 +180,7 @@ static void test_invalid_free(void **state) {
     BP_CONF_ERR(bp_host_free(dev, h), BP_ERR_INVALID_ARGUMENT);
     free(heap);
 
-    bp_memory_stats after = {.struct_size = sizeof after};
-    BP_CONF_OK(bp_memory_get_stats(dev, &after));
-    if (after.allocated_bytes != before.allocated_bytes)
-        fail_msg("the rejected frees changed allocated_bytes from %llu to %llu",
-                 (unsigned long long)before.allocated_bytes,
-                 (unsigned long long)after.allocated_bytes);
+    bp_conf_expect_allocated_unchanged(&before, "after the rejected frees");
     BP_CONF_OK(bp_stream_destroy(s));
     expect_device_usable();
 }

@@ -35,20 +35,10 @@ static bp_event *new_event(unsigned flags) {
     return e;
 }
 
-/* A device buffer of FILL_BYTES holding `value` for good: set on `s`, which is then
- * synchronized. */
-static void *filled_buffer(bp_stream *s, int value) {
-    void *x = bp_conf_alloc(FILL_BYTES, s);
-    BP_CONF_OK(bp_memory_set_async(bp_conf.device, x, value, FILL_BYTES, s));
-    BP_CONF_OK(bp_stream_synchronize(s));
-    return x;
-}
-
 /* An event never recorded is complete: query says so, synchronize returns, and a wait
  * on it holds nothing back. */
 static void test_unrecorded_is_complete(void **state) {
     (void)state;
-    bp_device *dev = bp_conf.device;
     bp_event *events[2] = {new_event(BP_EVENT_DEFAULT), NULL};
     if (bp_conf.props.capabilities & BP_CAP_TIMED_EVENTS)
         events[1] = new_event(BP_EVENT_TIMING);
@@ -59,11 +49,8 @@ static void test_unrecorded_is_complete(void **state) {
         BP_CONF_OK(bp_event_synchronize(events[i]));
         BP_CONF_OK(bp_stream_wait_event(s, events[i]));
         int value = (int)(bp_conf_rand(&rng) % 255) + 1;
-        void *x = bp_conf_alloc(FILL_BYTES, s);
-        BP_CONF_OK(bp_memory_set_async(dev, x, value, FILL_BYTES, s));
-        bp_conf_expect_filled(s, x, FILL_BYTES, value,
-                              "buffer set after waiting for an unrecorded event");
-        BP_CONF_OK(bp_memory_free(dev, x));
+        bp_conf_expect_memset_works(s, FILL_BYTES, value,
+                                    "buffer set after waiting for an unrecorded event");
         BP_CONF_OK(bp_event_destroy(events[i]));
     }
     BP_CONF_OK(bp_stream_destroy(s));
@@ -73,24 +60,17 @@ static void test_unrecorded_is_complete(void **state) {
  * returns, X read through a fresh stream B (not ordered after A) holds the result. */
 static void test_synchronize_waits_for_work(void **state) {
     (void)state;
-    bp_device *dev = bp_conf.device;
-    uint64_t rng = bp_conf_test_seed();
-    int old_value, new_value;
-    bp_conf_two_bytes(&rng, &old_value, &new_value);
     bp_stream *a = bp_conf_stream();
     bp_event *e = new_event(BP_EVENT_DEFAULT);
-    void *x = filled_buffer(a, old_value);
-
-    BP_CONF_OK(bp_conf_slow_fill(a, x, FILL_BYTES, new_value, SLOW_ROUNDS));
+    bp_conf_overwrite w = bp_conf_overwrite_prepare(a, FILL_BYTES);
+    bp_conf_overwrite_start(&w, SLOW_ROUNDS);
     BP_CONF_OK(bp_event_record(e, a));
     BP_CONF_OK(bp_event_synchronize(e));
     bp_stream *b = bp_conf_stream();
-    bp_conf_expect_filled(b, x, FILL_BYTES, new_value,
-                          "buffer read on another stream after bp_event_synchronize");
+    bp_conf_expect_overwritten(&w, b, "buffer read on another stream after bp_event_synchronize");
     BP_CONF_OK(bp_event_query(e));
 
-    BP_CONF_OK(bp_stream_synchronize(a));
-    BP_CONF_OK(bp_memory_free(dev, x));
+    bp_conf_overwrite_free(&w);
     BP_CONF_OK(bp_event_destroy(e));
     BP_CONF_OK(bp_stream_destroy(a));
     BP_CONF_OK(bp_stream_destroy(b));
@@ -99,22 +79,16 @@ static void test_synchronize_waits_for_work(void **state) {
 /* Polling bp_event_query until it says BP_OK: then the work before the record is done. */
 static void test_query_complete_means_done(void **state) {
     (void)state;
-    bp_device *dev = bp_conf.device;
-    uint64_t rng = bp_conf_test_seed();
-    int old_value, new_value;
-    bp_conf_two_bytes(&rng, &old_value, &new_value);
     bp_stream *a = bp_conf_stream(), *b = bp_conf_stream();
     bp_event *e = new_event(BP_EVENT_DEFAULT);
-    void *x = filled_buffer(a, old_value);
-
-    BP_CONF_OK(bp_conf_slow_fill(a, x, FILL_BYTES, new_value, SLOW_ROUNDS));
+    bp_conf_overwrite w = bp_conf_overwrite_prepare(a, FILL_BYTES);
+    bp_conf_overwrite_start(&w, SLOW_ROUNDS);
     BP_CONF_OK(bp_event_record(e, a));
     bp_conf_poll_until_done(query_event, e, "event recorded after slow work");
-    bp_conf_expect_filled(b, x, FILL_BYTES, new_value,
-                          "buffer read on another stream after bp_event_query said done");
+    bp_conf_expect_overwritten(&w, b,
+                               "buffer read on another stream after bp_event_query said done");
 
-    BP_CONF_OK(bp_stream_synchronize(a));
-    BP_CONF_OK(bp_memory_free(dev, x));
+    bp_conf_overwrite_free(&w);
     BP_CONF_OK(bp_event_destroy(e));
     BP_CONF_OK(bp_stream_destroy(a));
     BP_CONF_OK(bp_stream_destroy(b));
@@ -137,7 +111,7 @@ static void test_cross_stream_wait(void **state) {
     for (int k = 0; k < STAGES; k++) {
         s[k] = bp_conf_stream();
         e[k] = new_event(BP_EVENT_DEFAULT);
-        x[k] = filled_buffer(s[k], old_value);
+        x[k] = bp_conf_filled_buffer(s[k], FILL_BYTES, old_value);
         do
             want[k] = (unsigned char)(bp_conf_rand(&rng) % 255 + 1);
         while (want[k] == old_value);
@@ -303,7 +277,7 @@ static void test_cross_thread_wait(void **state) {
     h.value[2] = h.value[0]; /* differs from round 1's, which x holds before round 2 */
     h.writer = bp_conf_stream();
     h.event = new_event(BP_EVENT_DEFAULT);
-    h.x = filled_buffer(h.writer, h.value[0]);
+    h.x = bp_conf_filled_buffer(h.writer, FILL_BYTES, h.value[0]);
 
     pthread_t recorder, waiter;
     assert_int_equal(pthread_create(&waiter, NULL, waiter_main, &h), 0);
@@ -330,8 +304,8 @@ static void test_rerecord(void **state) {
     bp_stream *a = bp_conf_stream(), *b = bp_conf_stream(), *c = bp_conf_stream();
     bp_stream *reader = bp_conf_stream();
     bp_event *e = new_event(BP_EVENT_DEFAULT);
-    void *x = filled_buffer(a, v2);
-    void *y = filled_buffer(c, v2);
+    void *x = bp_conf_filled_buffer(a, FILL_BYTES, v2);
+    void *y = bp_conf_filled_buffer(c, FILL_BYTES, v2);
 
     /* Forward: the second record covers the second piece of work. */
     BP_CONF_OK(bp_conf_slow_fill(a, x, FILL_BYTES, v1, STAGE_ROUNDS));

@@ -19,21 +19,6 @@
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
 
-static void *host_buffer(size_t n) {
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        fail_msg("cannot allocate %zu bytes of host memory", n);
-    return p;
-}
-
-static bp_memory_stats stats_now(void) {
-    bp_memory_stats s;
-    memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    BP_CONF_OK(bp_memory_get_stats(bp_conf.device, &s));
-    return s;
-}
-
 static bp_device_props props_now(void) {
     bp_device_props p;
     memset(&p, 0, sizeof p);
@@ -74,7 +59,7 @@ static void describe_position(char *buf, size_t size, size_t i, size_t lo, size_
 
 /* Uploads random bytes into a fresh allocation of `n` bytes and reads them back. */
 static void round_trip(bp_stream *s, size_t n, uint64_t seed) {
-    unsigned char *in = host_buffer(n), *out = host_buffer(n);
+    unsigned char *in = bp_conf_host_buffer(n), *out = bp_conf_host_buffer(n);
     bp_conf_random_bytes(in, n, seed);
     memset(out, 0, n);
     out[n - 1] = (unsigned char)~in[n - 1];
@@ -230,12 +215,12 @@ static void rig_init(copy_rig *r) {
     r->s = bp_conf_stream();
     r->d1 = bp_conf_alloc(CS_BYTES, r->s);
     r->d2 = bp_conf_alloc(CS_BYTES, r->s);
-    r->m1 = host_buffer(CS_BYTES);
-    r->m2 = host_buffer(CS_BYTES);
-    r->src = host_buffer(CS_BYTES);
-    r->dst = host_buffer(CS_BYTES);
-    r->mdst = host_buffer(CS_BYTES);
-    r->back = host_buffer(CS_BYTES);
+    r->m1 = bp_conf_host_buffer(CS_BYTES);
+    r->m2 = bp_conf_host_buffer(CS_BYTES);
+    r->src = bp_conf_host_buffer(CS_BYTES);
+    r->dst = bp_conf_host_buffer(CS_BYTES);
+    r->mdst = bp_conf_host_buffer(CS_BYTES);
+    r->back = bp_conf_host_buffer(CS_BYTES);
     bp_conf_random_bytes(r->m1, CS_BYTES, seed ^ 1);
     bp_conf_random_bytes(r->m2, CS_BYTES, seed ^ 2);
     bp_conf_random_bytes(r->src, CS_BYTES, seed ^ 3);
@@ -292,6 +277,16 @@ static void make_differ(copy_rig *r, unsigned char *d, unsigned char *m, size_t 
     BP_CONF_OK(bp_memory_set_async(bp_conf.device, d + at, m[at], 1, r->s));
 }
 
+/* Copies n bytes from src to dst (host memory where the device is NULL) on the rig's
+ * stream and waits for it; makes the same copy in the host model of the buffers. */
+static void copy_and_model(copy_rig *r, void *dst, bp_device *dst_dev, const void *src,
+                           bp_device *src_dev, unsigned char *model_dst,
+                           const unsigned char *model_src, size_t n) {
+    BP_CONF_OK(bp_memory_copy_async(dst, dst_dev, src, src_dev, n, r->s));
+    BP_CONF_OK(bp_stream_synchronize(r->s));
+    memcpy(model_dst, model_src, n);
+}
+
 static void copy_case(copy_rig *r, enum copy_dir dir, size_t so, size_t dof, size_t n) {
     bp_device *dev = bp_conf.device;
     size_t from = CS_GUARD + so, to = CS_GUARD + dof;
@@ -300,33 +295,25 @@ static void copy_case(copy_rig *r, enum copy_dir dir, size_t so, size_t dof, siz
     case H2D:
         if (r->src[from + last] == r->m1[to + last])
             r->src[from + last] = (unsigned char)~r->m1[to + last];
-        BP_CONF_OK(bp_memory_copy_async(r->d1 + to, dev, r->src + from, NULL, n, r->s));
-        BP_CONF_OK(bp_stream_synchronize(r->s));
-        memcpy(r->m1 + to, r->src + from, n);
+        copy_and_model(r, r->d1 + to, dev, r->src + from, NULL, r->m1 + to, r->src + from, n);
         expect_device(r, r->d1, r->m1, to, n, "destination", dir, so, dof);
         break;
     case D2H:
         if (r->mdst[to + last] == r->m1[from + last])
             r->mdst[to + last] = r->dst[to + last] = (unsigned char)~r->m1[from + last];
-        BP_CONF_OK(bp_memory_copy_async(r->dst + to, NULL, r->d1 + from, dev, n, r->s));
-        BP_CONF_OK(bp_stream_synchronize(r->s));
-        memcpy(r->mdst + to, r->m1 + from, n);
+        copy_and_model(r, r->dst + to, NULL, r->d1 + from, dev, r->mdst + to, r->m1 + from, n);
         expect_buffer(r->dst, r->mdst, to, n, 0, "destination", dir, so, dof);
         break;
     case D2D_SAME:
         /* Source in the first half, destination in the second: no overlap. */
         to += CS_SPAN;
         make_differ(r, r->d1, r->m1, to + last, r->m1[from + last]);
-        BP_CONF_OK(bp_memory_copy_async(r->d1 + to, dev, r->d1 + from, dev, n, r->s));
-        BP_CONF_OK(bp_stream_synchronize(r->s));
-        memcpy(r->m1 + to, r->m1 + from, n);
+        copy_and_model(r, r->d1 + to, dev, r->d1 + from, dev, r->m1 + to, r->m1 + from, n);
         expect_device(r, r->d1, r->m1, to, n, "destination", dir, so, dof);
         break;
     case D2D_OTHER:
         make_differ(r, r->d2, r->m2, to + last, r->m1[from + last]);
-        BP_CONF_OK(bp_memory_copy_async(r->d2 + to, dev, r->d1 + from, dev, n, r->s));
-        BP_CONF_OK(bp_stream_synchronize(r->s));
-        memcpy(r->m2 + to, r->m1 + from, n);
+        copy_and_model(r, r->d2 + to, dev, r->d1 + from, dev, r->m2 + to, r->m1 + from, n);
         expect_device(r, r->d2, r->m2, to, n, "destination", dir, so, dof);
         /* The source is unchanged too. */
         expect_device(r, r->d1, r->m1, from, 0, "source (must not change)", dir, so, dof);
@@ -356,7 +343,7 @@ static void test_memset(void **state) {
     bp_device *dev = bp_conf.device;
     bp_stream *s = bp_conf_stream();
     unsigned char *d = bp_conf_alloc(CS_BYTES, s);
-    unsigned char *want = host_buffer(CS_BYTES), *got = host_buffer(CS_BYTES);
+    unsigned char *want = bp_conf_host_buffer(CS_BYTES), *got = bp_conf_host_buffer(CS_BYTES);
     uint64_t seed = bp_conf_test_seed();
     int round = 0;
     for (size_t k = 0; k < sizeof copy_sizes / sizeof copy_sizes[0]; k++)
@@ -413,7 +400,7 @@ static void test_stats_add_up(void **state) {
     enum { N = sizeof sizes / sizeof sizes[0] };
     bp_device *dev = bp_conf.device;
     bp_stream *s = bp_conf_stream();
-    bp_memory_stats s0 = stats_now();
+    bp_memory_stats s0 = bp_conf_memory_stats();
     expect_consistent(&s0, "at the start");
 
     void *zero = NULL;
@@ -424,7 +411,7 @@ static void test_stats_add_up(void **state) {
         p[i] = bp_conf_alloc(sizes[i], s);
         requested += sizes[i];
     }
-    bp_memory_stats s1 = stats_now();
+    bp_memory_stats s1 = bp_conf_memory_stats();
     expect_consistent(&s1, "after the allocations");
     if (s1.allocated_bytes < s0.allocated_bytes + requested)
         fail_msg("allocated_bytes grew by %" PRIu64 " for %" PRIu64 " bytes requested",
@@ -439,7 +426,7 @@ static void test_stats_add_up(void **state) {
     /* Free the two larger blocks, then reset the peaks. */
     BP_CONF_OK(bp_memory_free(dev, p[3]));
     BP_CONF_OK(bp_memory_free(dev, p[2]));
-    bp_memory_stats s2 = stats_now();
+    bp_memory_stats s2 = bp_conf_memory_stats();
     expect_consistent(&s2, "after two frees");
     if (s2.num_frees - s0.num_frees != 2)
         fail_msg("num_frees grew by %" PRIu64 " after 2 frees", s2.num_frees - s0.num_frees);
@@ -450,7 +437,7 @@ static void test_stats_add_up(void **state) {
         fail_msg("peak_allocated_bytes %" PRIu64 " forgot the earlier %" PRIu64,
                  s2.peak_allocated_bytes, s1.allocated_bytes);
     BP_CONF_OK(bp_memory_reset_peak(dev));
-    bp_memory_stats s3 = stats_now();
+    bp_memory_stats s3 = bp_conf_memory_stats();
     if (s3.peak_allocated_bytes != s3.allocated_bytes ||
         s3.peak_reserved_bytes != s3.reserved_bytes)
         fail_msg("after reset_peak: peaks %" PRIu64 "/%" PRIu64 ", current %" PRIu64 "/%" PRIu64
@@ -460,7 +447,7 @@ static void test_stats_add_up(void **state) {
     BP_CONF_OK(bp_memory_free(dev, p[0]));
     BP_CONF_OK(bp_memory_free(dev, p[1]));
     BP_CONF_OK(bp_memory_free(dev, NULL)); /* a no-op: not counted */
-    bp_memory_stats s4 = stats_now();
+    bp_memory_stats s4 = bp_conf_memory_stats();
     expect_consistent(&s4, "after all frees");
     if (s4.allocated_bytes != s0.allocated_bytes)
         fail_msg("allocated_bytes is %" PRIu64 " after freeing everything, %" PRIu64
@@ -496,7 +483,7 @@ static void test_empty_cache(void **state) {
     bp_device *dev = bp_conf.device;
     bp_stream *s[2] = {bp_conf_stream(), bp_conf_stream()};
     BP_CONF_OK(bp_memory_empty_cache(dev));
-    bp_memory_stats s0 = stats_now();
+    bp_memory_stats s0 = bp_conf_memory_stats();
 
     /* Blocks on two streams, used, then freed while their work may still run. */
     void *p[N];
@@ -506,13 +493,13 @@ static void test_empty_cache(void **state) {
     }
     for (size_t i = 0; i < N; i++)
         BP_CONF_OK(bp_memory_free(dev, p[i]));
-    bp_memory_stats s1 = stats_now();
+    bp_memory_stats s1 = bp_conf_memory_stats();
     if (s1.reserved_bytes <= s0.reserved_bytes)
         print_message("reserved_bytes did not grow (%" PRIu64 "): the blocks came from memory "
                       "held before\n", s1.reserved_bytes);
 
     BP_CONF_OK(bp_memory_empty_cache(dev));
-    bp_memory_stats s2 = stats_now();
+    bp_memory_stats s2 = bp_conf_memory_stats();
     if (s2.reserved_bytes != 0 && s2.reserved_bytes > s0.reserved_bytes)
         fail_msg("after freeing everything, empty_cache left reserved_bytes at %" PRIu64
                  " (%" PRIu64 " at the start)", s2.reserved_bytes, s0.reserved_bytes);

@@ -35,29 +35,23 @@ static bp_status query_stream(void *stream) {
  * reported here (the runner names the test that was running at the timeout). */
 static void test_query(void **state) {
     (void)state;
-    bp_device *dev = bp_conf.device;
-    uint64_t rng = bp_conf_test_seed();
-    int old_value, new_value;
-    bp_conf_two_bytes(&rng, &old_value, &new_value);
     bp_stream *s = bp_conf_stream(), *reader = bp_conf_stream();
     BP_CONF_OK(bp_stream_query(s)); /* a new stream has no work */
 
-    void *x = bp_conf_alloc(FILL_BYTES, s);
-    BP_CONF_OK(bp_memory_set_async(dev, x, old_value, FILL_BYTES, s));
-    BP_CONF_OK(bp_stream_synchronize(s));
-    BP_CONF_OK(bp_conf_slow_fill(s, x, FILL_BYTES, new_value, SLOW_ROUNDS));
+    bp_conf_overwrite w = bp_conf_overwrite_prepare(s, FILL_BYTES);
+    bp_conf_overwrite_start(&w, SLOW_ROUNDS);
     bp_conf_poll_until_done(query_stream, s, "stream with slow work");
     /* The reader is not ordered after s: only the query's answer makes this safe. */
-    bp_conf_expect_filled(reader, x, FILL_BYTES, new_value,
-                          "buffer read on another stream after bp_stream_query said done");
+    bp_conf_expect_overwritten(&w, reader,
+                               "buffer read on another stream after bp_stream_query said done");
 
-    BP_CONF_OK(bp_conf_slow_fill(s, x, FILL_BYTES, old_value, SLOW_ROUNDS));
+    BP_CONF_OK(bp_conf_slow_fill(s, w.x, FILL_BYTES, w.old_value, SLOW_ROUNDS));
     BP_CONF_OK(bp_stream_synchronize(s));
     BP_CONF_OK(bp_stream_query(s));
-    bp_conf_expect_filled(reader, x, FILL_BYTES, old_value,
+    bp_conf_expect_filled(reader, w.x, FILL_BYTES, w.old_value,
                           "buffer read on another stream after synchronize");
 
-    BP_CONF_OK(bp_memory_free(dev, x));
+    bp_conf_overwrite_free(&w);
     BP_CONF_OK(bp_stream_destroy(s));
     BP_CONF_OK(bp_stream_destroy(reader));
 }
@@ -233,10 +227,7 @@ static void test_priorities(void **state) {
                      "is %d..%d)",
                      asked[i], got, expected, greatest, least);
         int value = (int)(bp_conf_rand(&rng) % 255) + 1;
-        void *x = bp_conf_alloc(FILL_BYTES, s);
-        BP_CONF_OK(bp_memory_set_async(dev, x, value, FILL_BYTES, s));
-        bp_conf_expect_filled(s, x, FILL_BYTES, value, "buffer set on a stream with a priority");
-        BP_CONF_OK(bp_memory_free(dev, x));
+        bp_conf_expect_memset_works(s, FILL_BYTES, value, "buffer set on a stream with a priority");
         BP_CONF_OK(bp_stream_destroy(s));
     }
 }
@@ -245,19 +236,13 @@ static void test_priorities(void **state) {
  * that is not ordered after it. */
 static void test_synchronize_waits(void **state) {
     (void)state;
-    bp_device *dev = bp_conf.device;
-    uint64_t rng = bp_conf_test_seed();
-    int old_value, new_value;
-    bp_conf_two_bytes(&rng, &old_value, &new_value);
     bp_stream *s = bp_conf_stream(), *reader = bp_conf_stream();
-    void *x = bp_conf_alloc(FILL_BYTES, s);
-    BP_CONF_OK(bp_memory_set_async(dev, x, old_value, FILL_BYTES, s));
+    bp_conf_overwrite w = bp_conf_overwrite_prepare(s, FILL_BYTES);
+    bp_conf_overwrite_start(&w, WAIT_ROUNDS);
     BP_CONF_OK(bp_stream_synchronize(s));
-    BP_CONF_OK(bp_conf_slow_fill(s, x, FILL_BYTES, new_value, WAIT_ROUNDS));
-    BP_CONF_OK(bp_stream_synchronize(s));
-    bp_conf_expect_filled(reader, x, FILL_BYTES, new_value,
-                          "buffer read on another stream after bp_stream_synchronize");
-    BP_CONF_OK(bp_memory_free(dev, x));
+    bp_conf_expect_overwritten(&w, reader,
+                               "buffer read on another stream after bp_stream_synchronize");
+    bp_conf_overwrite_free(&w);
     BP_CONF_OK(bp_stream_destroy(s));
     BP_CONF_OK(bp_stream_destroy(reader));
 }
@@ -274,9 +259,7 @@ static void test_device_synchronize_waits(void **state) {
     for (int i = 0; i < STREAMS; i++) {
         s[i] = bp_conf_stream();
         bp_conf_two_bytes(&rng, &old_value[i], &new_value[i]);
-        x[i] = bp_conf_alloc(FILL_BYTES, s[i]);
-        BP_CONF_OK(bp_memory_set_async(dev, x[i], old_value[i], FILL_BYTES, s[i]));
-        BP_CONF_OK(bp_stream_synchronize(s[i]));
+        x[i] = bp_conf_filled_buffer(s[i], FILL_BYTES, old_value[i]);
     }
     for (int i = 0; i < STREAMS; i++)
         BP_CONF_OK(bp_conf_slow_fill(s[i], x[i], FILL_BYTES, new_value[i], SLOW_ROUNDS));
@@ -297,27 +280,19 @@ static void test_device_synchronize_waits(void **state) {
 static void test_wait_event_orders_streams(void **state) {
     (void)state;
     bp_device *dev = bp_conf.device;
-    uint64_t rng = bp_conf_test_seed();
-    int old_value, new_value;
-    bp_conf_two_bytes(&rng, &old_value, &new_value);
     bp_stream *a = bp_conf_stream(), *b = bp_conf_stream();
     bp_event *e = NULL;
     BP_CONF_OK(bp_event_create(dev, BP_EVENT_DEFAULT, &e));
-    void *x = bp_conf_alloc(FILL_BYTES, a), *y = bp_conf_alloc(FILL_BYTES, b);
-    BP_CONF_OK(bp_memory_set_async(dev, x, old_value, FILL_BYTES, a));
-    BP_CONF_OK(bp_memory_set_async(dev, y, old_value, FILL_BYTES, b));
-    BP_CONF_OK(bp_stream_synchronize(a));
-    BP_CONF_OK(bp_stream_synchronize(b));
-
-    BP_CONF_OK(bp_conf_slow_fill(a, x, FILL_BYTES, new_value, WAIT_ROUNDS));
+    bp_conf_overwrite w = bp_conf_overwrite_prepare(a, FILL_BYTES);
+    void *y = bp_conf_filled_buffer(b, FILL_BYTES, w.old_value);
+    bp_conf_overwrite_start(&w, WAIT_ROUNDS);
     BP_CONF_OK(bp_event_record(e, a));
     BP_CONF_OK(bp_stream_wait_event(b, e));
-    BP_CONF_OK(bp_memory_copy_async(y, dev, x, dev, FILL_BYTES, b));
-    bp_conf_expect_filled(b, y, FILL_BYTES, new_value,
+    BP_CONF_OK(bp_memory_copy_async(y, dev, w.x, dev, FILL_BYTES, b));
+    bp_conf_expect_filled(b, y, FILL_BYTES, w.new_value,
                           "copy made on stream B after waiting for stream A's event");
 
-    BP_CONF_OK(bp_stream_synchronize(a));
-    BP_CONF_OK(bp_memory_free(dev, x));
+    bp_conf_overwrite_free(&w);
     BP_CONF_OK(bp_memory_free(dev, y));
     BP_CONF_OK(bp_event_destroy(e));
     BP_CONF_OK(bp_stream_destroy(a));

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "conformance.h"
+#include "expect.h"
 #include "thread_report.h"
 #include "work.h"
 
@@ -318,9 +319,7 @@ static void *alloc_worker_main(void *p) {
 
 static void test_concurrent_alloc_free(void **state) {
     (void)state;
-    bp_device *dev = bp_conf.device;
-    bp_memory_stats before = {.struct_size = sizeof before};
-    BP_CONF_OK(bp_memory_get_stats(dev, &before));
+    bp_memory_stats before = bp_conf_memory_stats();
     uint64_t rng = bp_conf_test_seed();
     alloc_worker workers[ALLOC_THREADS];
     pthread_t threads[ALLOC_THREADS];
@@ -335,12 +334,7 @@ static void test_concurrent_alloc_free(void **state) {
         snprintf(who, sizeof who, "thread %d", t);
         bp_conf_report_check(&workers[t].report, who);
     }
-    bp_memory_stats after = {.struct_size = sizeof after};
-    BP_CONF_OK(bp_memory_get_stats(dev, &after));
-    if (after.allocated_bytes != before.allocated_bytes)
-        fail_msg("allocated_bytes is %llu after every thread freed its blocks, %llu before",
-                 (unsigned long long)after.allocated_bytes,
-                 (unsigned long long)before.allocated_bytes);
+    bp_conf_expect_allocated_unchanged(&before, "after every thread freed its blocks");
 }
 
 /* ---- a ring of threads waiting on each other's events ---- */
