@@ -14,24 +14,21 @@
  * a JUnit file, and the first part is what explains a failure. */
 #define BP_CONF_CAPTURE_MAX ((size_t)64 << 10)
 
-static int dup2_retry(int from, int to)
-{
+static int dup2_retry(int from, int to) {
     int rc;
     while ((rc = dup2(from, to)) < 0 && errno == EINTR) {
     }
     return rc;
 }
 
-void bp_conf_capture_init(bp_conf_capture *c, int fd)
-{
+void bp_conf_capture_init(bp_conf_capture *c, int fd) {
     c->fd = fd;
     c->saved_out = -1;
     c->saved_err = -1;
 }
 
 /* Puts the real stdout and stderr back. */
-static void restore(bp_conf_capture *c)
-{
+static void restore(bp_conf_capture *c) {
     fflush(stdout);
     fflush(stderr);
     if (c->saved_out >= 0) {
@@ -46,8 +43,7 @@ static void restore(bp_conf_capture *c)
     c->saved_err = -1;
 }
 
-bool bp_conf_capture_begin(bp_conf_capture *c)
-{
+bool bp_conf_capture_begin(bp_conf_capture *c) {
     int fd = c->fd;
     fflush(stdout);
     fflush(stderr);
@@ -65,8 +61,7 @@ bool bp_conf_capture_begin(bp_conf_capture *c)
     return true;
 }
 
-char *bp_conf_capture_read(int fd)
-{
+char *bp_conf_capture_read(int fd) {
     const size_t max = BP_CONF_CAPTURE_MAX;
     struct stat st;
     size_t size = fstat(fd, &st) == 0 && st.st_size > 0 ? (size_t)st.st_size : 0;
@@ -89,13 +84,11 @@ char *bp_conf_capture_read(int fd)
     return bp_conf_strbuf_take(&sb);
 }
 
-char *bp_conf_capture_end(bp_conf_capture *c)
-{
+char *bp_conf_capture_end(bp_conf_capture *c) {
     restore(c);
     return bp_conf_capture_read(c->fd);
 }
 
-void bp_conf_capture_close(bp_conf_capture *c)
-{
+void bp_conf_capture_close(bp_conf_capture *c) {
     restore(c);
 }

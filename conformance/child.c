@@ -24,8 +24,7 @@ static struct sigaction fault_actions[N_FAULT_SIGNALS];
 
 static const bp_conf_test *running_test;
 
-static void save_fault_actions(void)
-{
+static void save_fault_actions(void) {
     for (size_t i = 0; i < N_FAULT_SIGNALS; i++)
         sigaction(fault_signals[i], NULL, &fault_actions[i]);
 }
@@ -33,31 +32,27 @@ static void save_fault_actions(void)
 /* The test function cmocka runs: puts back the fault handlers cmocka has just replaced
  * (the default, or a sanitizer's), then runs the test. cmocka restores its saved ones
  * after the test. */
-static void run_test_body(void **state)
-{
+static void run_test_body(void **state) {
     for (size_t i = 0; i < N_FAULT_SIGNALS; i++)
         sigaction(fault_signals[i], &fault_actions[i], NULL);
     running_test->fn(state);
 }
 
-static double now_ms(void)
-{
+static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static void send_text(int fd, bp_conf_msg_type type, uint32_t test, bp_conf_status status,
-                      double ms, const char *text)
-{
+                      double ms, const char *text) {
     bp_conf_msg_send(fd, type, test, (uint32_t)status, ms, text, strlen(text));
 }
 
 /* Runs the test through cmocka with its output captured; returns its status, and its
  * message in *message (the caller frees it; NULL when out of memory). */
 static bp_conf_status run_in_cmocka(const bp_conf_case *c, bp_conf_capture *capture,
-                                    double *ms, char **message)
-{
+                                    double *ms, char **message) {
     const struct CMUnitTest unit = {
         .name = c->full_name, .test_func = run_test_body, .initial_state = c->test->arg};
     bp_conf_runner_begin_test(c->full_name);
@@ -91,8 +86,7 @@ static bp_conf_status run_in_cmocka(const bp_conf_case *c, bp_conf_capture *capt
     return status;
 }
 
-static void run_one_test(int fd, uint32_t index, const bp_conf_case *c, bp_conf_capture *capture)
-{
+static void run_one_test(int fd, uint32_t index, const bp_conf_case *c, bp_conf_capture *capture) {
     bp_conf_msg_send(fd, BP_CONF_MSG_START, index, 0, 0.0, NULL, 0);
     double ms = 0.0;
     char *message = NULL;
@@ -105,8 +99,7 @@ static void run_one_test(int fd, uint32_t index, const bp_conf_case *c, bp_conf_
     free(message);
 }
 
-int bp_conf_child_probe(int fd, const bp_conf_options *o)
-{
+int bp_conf_child_probe(int fd, const bp_conf_options *o) {
     char err[1024];
     if (!bp_conf_target_open(o->device, o->plugin, o->seed, err, sizeof err)) {
         send_text(fd, BP_CONF_MSG_SETUP_ERROR, 0, BP_CONF_FAILED, 0.0, err);
@@ -124,8 +117,7 @@ int bp_conf_child_probe(int fd, const bp_conf_options *o)
 }
 
 int bp_conf_child_group(int fd, const bp_conf_plan_group *g, const bp_conf_options *o,
-                        int capture_fd)
-{
+                        int capture_fd) {
     char err[1024];
     if (!bp_conf_target_open(o->device, o->plugin, o->seed, err, sizeof err)) {
         send_text(fd, BP_CONF_MSG_SETUP_ERROR, 0, BP_CONF_FAILED, 0.0, err);

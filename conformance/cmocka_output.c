@@ -13,15 +13,13 @@
 #define LOCATION_SUFFIX ": error: Failure!"
 #define SKIPPED_FRAME "[  SKIPPED ]"
 
-static bool starts_with(const char *s, size_t n, const char *prefix)
-{
+static bool starts_with(const char *s, size_t n, const char *prefix) {
     size_t len = strlen(prefix);
     return n >= len && memcmp(s, prefix, len) == 0;
 }
 
 /* cmocka's own lines around a test, dropped from the message. */
-static bool is_framing(const char *line, size_t n, bool *skipped)
-{
+static bool is_framing(const char *line, size_t n, bool *skipped) {
     static const char *const frames[] = {
         "[==========]", "[ RUN      ]", "[       OK ]", "[  PASSED  ]", "[  FAILED  ]",
         "[  ERROR   ]",
@@ -48,8 +46,7 @@ static bool is_framing(const char *line, size_t n, bool *skipped)
 }
 
 /* "/path/to/group_memory.c:123: error: Failure!" as "group_memory.c:123". */
-static void add_location(bp_conf_strbuf *loc, const char *text, size_t n)
-{
+static void add_location(bp_conf_strbuf *loc, const char *text, size_t n) {
     size_t suffix = strlen(LOCATION_SUFFIX);
     if (n >= suffix && memcmp(text + n - suffix, LOCATION_SUFFIX, suffix) == 0)
         n -= suffix;
@@ -62,8 +59,7 @@ static void add_location(bp_conf_strbuf *loc, const char *text, size_t n)
         bp_conf_strbuf_append(loc, base, n);
 }
 
-static void add_line(bp_conf_strbuf *sb, const char *text, size_t n)
-{
+static void add_line(bp_conf_strbuf *sb, const char *text, size_t n) {
     if (sb->len > 0)
         bp_conf_strbuf_puts(sb, "\n");
     bp_conf_strbuf_append(sb, text, n);
@@ -77,8 +73,7 @@ typedef struct parts {
     bool in_error;           /* inside a multi-line "[  ERROR   ]" block */
 } parts;
 
-static void sort_line(parts *p, const char *line, size_t n, bool *skipped)
-{
+static void sort_line(parts *p, const char *line, size_t n, bool *skipped) {
     if (starts_with(line, n, ERROR_PREFIX)) {
         line += strlen(ERROR_PREFIX);
         n -= strlen(ERROR_PREFIX);
@@ -106,8 +101,7 @@ static void sort_line(parts *p, const char *line, size_t n, bool *skipped)
 }
 
 /* Failure text, its first line carrying the location, then the other output. */
-static char *compose(parts *p)
-{
+static char *compose(parts *p) {
     bp_conf_strbuf out = {0};
     const char *failure = p->failure.data ? p->failure.data : "";
     size_t first_len = strcspn(failure, "\n");
@@ -125,8 +119,7 @@ static char *compose(parts *p)
     return bp_conf_strbuf_take(&out);
 }
 
-char *bp_conf_cmocka_message(const char *output, bool *skipped)
-{
+char *bp_conf_cmocka_message(const char *output, bool *skipped) {
     parts p = {0};
     *skipped = false;
     for (const char *line = output; *line;) {

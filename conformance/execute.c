@@ -41,15 +41,13 @@ typedef struct child_args {
     int capture_fd;
 } child_args;
 
-static double now_ms(void)
-{
+static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int group_child_main(int fd, void *arg)
-{
+static int group_child_main(int fd, void *arg) {
     const child_args *a = arg;
     return bp_conf_child_group(fd, a->group, a->options, a->capture_fd);
 }
@@ -59,8 +57,7 @@ static void fail_test(group_run *r, size_t i, bp_conf_failure_kind kind, double 
                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 static void fail_test(group_run *r, size_t i, bp_conf_failure_kind kind, double ms,
-                      const char *fmt, ...)
-{
+                      const char *fmt, ...) {
     char text[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -70,8 +67,7 @@ static void fail_test(group_run *r, size_t i, bp_conf_failure_kind kind, double 
     r->on_run(r->ctx, &r->group->cases[i], &run);
 }
 
-static void on_result(group_run *r, const bp_conf_msg *msg, const char *payload)
-{
+static void on_result(group_run *r, const bp_conf_msg *msg, const char *payload) {
     /* Results come in order; anything else is a confused child, ignored. */
     if (msg->test != r->next || r->holding || msg->status > BP_CONF_SKIPPED)
         return;
@@ -86,8 +82,7 @@ static void on_result(group_run *r, const bp_conf_msg *msg, const char *payload)
     r->on_run(r->ctx, &r->group->cases[msg->test], &run);
 }
 
-static void on_message(void *ctx, const bp_conf_msg *msg, const char *payload)
-{
+static void on_message(void *ctx, const bp_conf_msg *msg, const char *payload) {
     group_run *r = ctx;
     switch (msg->type) {
     case BP_CONF_MSG_START:
@@ -109,8 +104,7 @@ static void on_message(void *ctx, const bp_conf_msg *msg, const char *payload)
 }
 
 /* The verb of "not run: the group <verb> in <test>". */
-static const char *end_verb(const bp_conf_child_end *end, char *buf, size_t len)
-{
+static const char *end_verb(const bp_conf_child_end *end, char *buf, size_t len) {
     if (end->how == BP_CONF_CHILD_TIMED_OUT)
         return "timed out";
     if (end->how == BP_CONF_CHILD_SIGNALED)
@@ -122,8 +116,7 @@ static const char *end_verb(const bp_conf_child_end *end, char *buf, size_t len)
 /* The test that was running when the child died or hung fails with how it ended, and
  * with what it had printed until then (an abort message, a sanitizer report, the
  * backend's log), which the child left in the capture file. */
-static void fail_culprit(group_run *r, bp_conf_failure_kind kind, const char *what)
-{
+static void fail_culprit(group_run *r, bp_conf_failure_kind kind, const char *what) {
     bp_conf_strbuf sb = {0};
     bp_conf_strbuf_puts(&sb, what);
     char *output = bp_conf_capture_read(r->capture_fd);
@@ -142,8 +135,7 @@ static void fail_culprit(group_run *r, bp_conf_failure_kind kind, const char *wh
 
 /* The child ended before every result was in: blame the test it was running, and fail
  * the rest as not run. */
-static void fail_unfinished(group_run *r, const bp_conf_child_end *end)
-{
+static void fail_unfinished(group_run *r, const bp_conf_child_end *end) {
     bp_conf_failure_kind kind = end->how == BP_CONF_CHILD_TIMED_OUT ? BP_CONF_TIMEOUT
                                                                    : BP_CONF_CRASH;
     char what[256], verb_buf[64];
@@ -167,8 +159,7 @@ static void fail_unfinished(group_run *r, const bp_conf_child_end *end)
 }
 
 /* Every result is in; the last one stands only if the process also ended cleanly. */
-static void finish_last(group_run *r, const bp_conf_child_end *end)
-{
+static void finish_last(group_run *r, const bp_conf_child_end *end) {
     bp_conf_run run = r->held;
     r->holding = false;
     if (end->how != BP_CONF_CHILD_EXITED || end->code != 0) {
@@ -189,8 +180,7 @@ static void finish_last(group_run *r, const bp_conf_child_end *end)
 }
 
 /* A setup error fails every test not handed on yet with its message. */
-static void fail_setup(group_run *r)
-{
+static void fail_setup(group_run *r) {
     if (r->holding) {
         free(r->held.message);
         r->holding = false;
@@ -200,8 +190,7 @@ static void fail_setup(group_run *r)
 }
 
 bool bp_conf_execute_group(bp_conf_plan_group *group, const bp_conf_options *options,
-                           bp_conf_on_run on_run, void *ctx)
-{
+                           bp_conf_on_run on_run, void *ctx) {
     group_run r = {.group = group, .options = options, .on_run = on_run, .ctx = ctx,
                    .running = -1};
     bp_conf_child_end end = {0};

@@ -11,8 +11,7 @@
 
 /* The length of the UTF-8 sequence at s (1 to 4) when it encodes a character XML 1.0
  * allows, else 0. */
-static size_t xml_char_len(const unsigned char *s)
-{
+static size_t xml_char_len(const unsigned char *s) {
     uint32_t cp;
     size_t len;
     if (s[0] < 0x80) {
@@ -46,8 +45,7 @@ static size_t xml_char_len(const unsigned char *s)
 /* Writes `s` escaped for XML text, or for an attribute value (where line breaks and
  * tabs are written as references so that parsers keep them). Bytes XML cannot carry
  * (control characters, broken UTF-8) are written as the text \xNN. */
-static void put_escaped(FILE *f, const char *text, bool attribute)
-{
+static void put_escaped(FILE *f, const char *text, bool attribute) {
     const unsigned char *s = (const unsigned char *)text;
     while (*s) {
         switch (*s) {
@@ -80,22 +78,19 @@ static void put_escaped(FILE *f, const char *text, bool attribute)
 }
 
 /* The first line of `text`, escaped as an attribute. */
-static void put_first_line(FILE *f, const char *text)
-{
+static void put_first_line(FILE *f, const char *text) {
     char line[1024];
     snprintf(line, sizeof line, "%.*s", (int)strcspn(text, "\n"), text);
     put_escaped(f, line, true);
 }
 
-static void put_property(FILE *f, const char *name, const char *value)
-{
+static void put_property(FILE *f, const char *name, const char *value) {
     fprintf(f, "    <property name=\"%s\" value=\"", name);
     put_escaped(f, value, true);
     fputs("\"/>\n", f);
 }
 
-static void put_properties(FILE *f, const bp_conf_options *o, const bp_conf_header *h)
-{
+static void put_properties(FILE *f, const bp_conf_options *o, const bp_conf_header *h) {
     char number[32];
     fputs("  <properties>\n", f);
     put_property(f, "device", h->name);
@@ -110,8 +105,7 @@ static void put_properties(FILE *f, const bp_conf_options *o, const bp_conf_head
     fputs("  </properties>\n", f);
 }
 
-static const char *failure_type(const bp_conf_case *c)
-{
+static const char *failure_type(const bp_conf_case *c) {
     if (c->outcome == BP_CONF_OUT_XPASS)
         return "xpass";
     switch (c->kind) {
@@ -122,8 +116,7 @@ static const char *failure_type(const bp_conf_case *c)
     return "failure";
 }
 
-static void put_failure(FILE *f, const bp_conf_case *c, const char *message)
-{
+static void put_failure(FILE *f, const bp_conf_case *c, const char *message) {
     fprintf(f, "      <failure type=\"%s\" message=\"", failure_type(c));
     put_first_line(f, message);
     fputs("\">", f);
@@ -132,8 +125,7 @@ static void put_failure(FILE *f, const bp_conf_case *c, const char *message)
 }
 
 /* What goes inside <testcase>, by outcome. */
-static void put_case_body(FILE *f, const bp_conf_case *c, bool strict_xfail)
-{
+static void put_case_body(FILE *f, const bp_conf_case *c, bool strict_xfail) {
     const char *message = c->message ? c->message : "";
     char xpass[1024];
     switch (c->outcome) {
@@ -167,8 +159,7 @@ static void put_case_body(FILE *f, const bp_conf_case *c, bool strict_xfail)
     }
 }
 
-static void put_case(FILE *f, const bp_conf_case *c, bool strict_xfail)
-{
+static void put_case(FILE *f, const bp_conf_case *c, bool strict_xfail) {
     fputs("    <testcase classname=\"", f);
     put_escaped(f, c->group->name, true);
     fputs("\" name=\"", f);
@@ -187,8 +178,7 @@ typedef struct counts {
     size_t tests, failures, skipped;
 } counts;
 
-static counts count_cases(const bp_conf_case *cases, size_t n, bool strict_xfail)
-{
+static counts count_cases(const bp_conf_case *cases, size_t n, bool strict_xfail) {
     counts k = {n, 0, 0};
     for (size_t i = 0; i < n; i++) {
         k.failures += bp_conf_report_is_failure(&cases[i], strict_xfail);
@@ -197,8 +187,7 @@ static counts count_cases(const bp_conf_case *cases, size_t n, bool strict_xfail
     return k;
 }
 
-static void put_suite(FILE *f, const bp_conf_plan_group *g, bool strict_xfail)
-{
+static void put_suite(FILE *f, const bp_conf_plan_group *g, bool strict_xfail) {
     counts k = count_cases(g->cases, g->n_cases, strict_xfail);
     fputs("  <testsuite name=\"", f);
     put_escaped(f, g->group->name, true);
@@ -210,8 +199,7 @@ static void put_suite(FILE *f, const bp_conf_plan_group *g, bool strict_xfail)
 }
 
 bool bp_conf_junit_write(const bp_conf_options *o, const bp_conf_plan *plan,
-                         const bp_conf_header *h, double seconds)
-{
+                         const bp_conf_header *h, double seconds) {
     FILE *f = fopen(o->junit, "w");
     if (!f) {
         fprintf(stderr, "bp-conformance: cannot write the JUnit report '%s': %s\n", o->junit,

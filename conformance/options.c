@@ -30,8 +30,7 @@ enum {
 #define BP_CONF_MAX_REPEAT 100000u
 #define BP_CONF_MAX_TIMEOUT_S 86400
 
-void bp_conf_options_usage(FILE *out)
-{
+void bp_conf_options_usage(FILE *out) {
     fputs("usage: bp-conformance --device NAME [--plugin PATH] [--filter GLOB]... [--list]\n"
           "                      [--junit FILE] [--repeat N] [--seed S] [--timeout S]\n"
           "                      [--xfail FILE] [--strict-xfail] [--verbose] [--help]\n"
@@ -60,8 +59,7 @@ void bp_conf_options_usage(FILE *out)
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Prints "bp-conformance: <message>" and a hint; returns the usage exit status. */
-static int usage_error(const char *fmt, ...)
-{
+static int usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fputs("bp-conformance: ", stderr);
@@ -72,8 +70,7 @@ static int usage_error(const char *fmt, ...)
 }
 
 /* Parses a whole string of digits in `base` (no sign, no spaces) into *out. */
-static bool parse_unsigned(const char *s, int base, uint64_t *out)
-{
+static bool parse_unsigned(const char *s, int base, uint64_t *out) {
     if (!s[0])
         return false;
     for (const char *c = s; *c; c++)
@@ -90,21 +87,18 @@ static bool parse_unsigned(const char *s, int base, uint64_t *out)
 
 /* Decimal, or hexadecimal after 0x: a leading zero does not mean octal, since a seed
  * copied from a log ("seed 010") must reproduce that run. */
-static bool parse_seed(const char *s, uint64_t *out)
-{
+static bool parse_seed(const char *s, uint64_t *out) {
     if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
         return parse_unsigned(s + 2, 16, out);
     return parse_unsigned(s, 10, out);
 }
 
-static bool parse_count(const char *s, uint64_t max, uint64_t *out)
-{
+static bool parse_count(const char *s, uint64_t max, uint64_t *out) {
     return parse_unsigned(s, 10, out) && *out >= 1 && *out <= max;
 }
 
 /* Adds the comma-separated globs of one --filter. */
-static int add_filters(bp_conf_options *o, const char *arg)
-{
+static int add_filters(bp_conf_options *o, const char *arg) {
     const char *p = arg;
     for (;;) {
         size_t len = strcspn(p, ",");
@@ -124,8 +118,7 @@ static int add_filters(bp_conf_options *o, const char *arg)
     }
 }
 
-static int set_value(bp_conf_options *o, int opt, const char *name, const char *arg)
-{
+static int set_value(bp_conf_options *o, int opt, const char *name, const char *arg) {
     uint64_t v = 0;
     switch (opt) {
     case OPT_DEVICE:
@@ -171,8 +164,7 @@ static int set_value(bp_conf_options *o, int opt, const char *name, const char *
     }
 }
 
-int bp_conf_options_parse(int argc, char **argv, bp_conf_options *o)
-{
+int bp_conf_options_parse(int argc, char **argv, bp_conf_options *o) {
     static const struct option longs[] = {
         {"device", required_argument, NULL, OPT_DEVICE},
         {"plugin", required_argument, NULL, OPT_PLUGIN},
@@ -220,8 +212,7 @@ int bp_conf_options_parse(int argc, char **argv, bp_conf_options *o)
     return 0;
 }
 
-void bp_conf_options_free(bp_conf_options *o)
-{
+void bp_conf_options_free(bp_conf_options *o) {
     for (size_t i = 0; i < o->n_filters; i++)
         free(o->filters[i]);
     free(o->filters);
@@ -229,8 +220,7 @@ void bp_conf_options_free(bp_conf_options *o)
     o->n_filters = 0;
 }
 
-bool bp_conf_options_selects(const bp_conf_options *o, const char *full_name)
-{
+bool bp_conf_options_selects(const bp_conf_options *o, const char *full_name) {
     if (o->n_filters == 0)
         return true;
     for (size_t i = 0; i < o->n_filters; i++)

@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *bp_conf_full_name(const bp_conf_group *group, const bp_conf_test *test)
-{
+char *bp_conf_full_name(const bp_conf_group *group, const bp_conf_test *test) {
     size_t n = strlen(group->name) + 1 + strlen(test->name) + 1;
     char *name = malloc(n);
     if (name)
@@ -14,8 +13,7 @@ char *bp_conf_full_name(const bp_conf_group *group, const bp_conf_test *test)
     return name;
 }
 
-static size_t count_tests(const bp_conf_group *const *groups, size_t n_groups)
-{
+static size_t count_tests(const bp_conf_group *const *groups, size_t n_groups) {
     size_t n = 0;
     for (size_t g = 0; g < n_groups; g++)
         n += groups[g]->n_tests;
@@ -24,8 +22,7 @@ static size_t count_tests(const bp_conf_group *const *groups, size_t n_groups)
 
 /* Appends the selected tests of `group` to the plan, and the group when it has any. */
 static bool select_group(bp_conf_plan *plan, const bp_conf_group *group,
-                         const bp_conf_options *options)
-{
+                         const bp_conf_options *options) {
     size_t first = plan->n_cases;
     for (size_t t = 0; t < group->n_tests; t++) {
         char *name = bp_conf_full_name(group, &group->tests[t]);
@@ -49,8 +46,7 @@ static bool select_group(bp_conf_plan *plan, const bp_conf_group *group,
 }
 
 bool bp_conf_plan_build(bp_conf_plan *plan, const bp_conf_group *const *groups, size_t n_groups,
-                        const bp_conf_options *options)
-{
+                        const bp_conf_options *options) {
     *plan = (bp_conf_plan){0};
     size_t n_tests = count_tests(groups, n_groups);
     /* calloc(0) may return NULL: allocate at least one of each. */
@@ -70,8 +66,7 @@ bool bp_conf_plan_build(bp_conf_plan *plan, const bp_conf_group *const *groups, 
     return true;
 }
 
-void bp_conf_plan_free(bp_conf_plan *plan)
-{
+void bp_conf_plan_free(bp_conf_plan *plan) {
     for (size_t i = 0; i < plan->n_cases; i++) {
         free(plan->cases[i].full_name);
         free(plan->cases[i].message);

@@ -6,8 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static bool write_all(int fd, const void *data, size_t len)
-{
+static bool write_all(int fd, const void *data, size_t len) {
     const char *p = data;
     while (len > 0) {
         ssize_t n = write(fd, p, len);
@@ -22,16 +21,14 @@ static bool write_all(int fd, const void *data, size_t len)
 }
 
 bool bp_conf_msg_send(int fd, bp_conf_msg_type type, uint32_t test, uint32_t status, double ms,
-                      const void *payload, size_t len)
-{
+                      const void *payload, size_t len) {
     if (len > BP_CONF_MSG_MAX_PAYLOAD)
         len = BP_CONF_MSG_MAX_PAYLOAD;
     bp_conf_msg msg = {(uint32_t)type, test, status, (uint32_t)len, ms};
     return write_all(fd, &msg, sizeof msg) && (len == 0 || write_all(fd, payload, len));
 }
 
-long bp_conf_reader_fill(bp_conf_reader *r, int fd)
-{
+long bp_conf_reader_fill(bp_conf_reader *r, int fd) {
     if (r->cap - r->len < 4096) {
         size_t cap = r->cap ? r->cap * 2 : 8192;
         char *grown = realloc(r->buf, cap);
@@ -49,8 +46,7 @@ long bp_conf_reader_fill(bp_conf_reader *r, int fd)
     return (long)n;
 }
 
-bool bp_conf_reader_next(bp_conf_reader *r, bp_conf_msg *msg, char **payload)
-{
+bool bp_conf_reader_next(bp_conf_reader *r, bp_conf_msg *msg, char **payload) {
     *payload = NULL;
     if (r->len < sizeof *msg)
         return false;
@@ -68,8 +64,7 @@ bool bp_conf_reader_next(bp_conf_reader *r, bp_conf_msg *msg, char **payload)
     return true;
 }
 
-void bp_conf_reader_free(bp_conf_reader *r)
-{
+void bp_conf_reader_free(bp_conf_reader *r) {
     free(r->buf);
     *r = (bp_conf_reader){0};
 }

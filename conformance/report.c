@@ -9,20 +9,17 @@
 
 #define EM_DASH "\xe2\x80\x94" /* UTF-8 */
 
-static const char *plural(size_t n)
-{
+static const char *plural(size_t n) {
     return n == 1 ? "" : "s";
 }
 
-static void take_message(bp_conf_case *c, bp_conf_run *run)
-{
+static void take_message(bp_conf_case *c, bp_conf_run *run) {
     free(c->message);
     c->message = run->message;
     run->message = NULL;
 }
 
-void bp_conf_report_fold(bp_conf_case *c, bp_conf_run *run)
-{
+void bp_conf_report_fold(bp_conf_case *c, bp_conf_run *run) {
     c->runs++;
     c->ms += run->ms;
     /* The message kept: the first failure, else the latest skip reason, else the
@@ -48,8 +45,7 @@ void bp_conf_report_fold(bp_conf_case *c, bp_conf_run *run)
     run->message = NULL;
 }
 
-void bp_conf_report_classify(bp_conf_case *c, unsigned repeat, const bp_conf_xfail *xfail)
-{
+void bp_conf_report_classify(bp_conf_case *c, unsigned repeat, const bp_conf_xfail *xfail) {
     const bp_conf_xfail_entry *expected = bp_conf_xfail_match(xfail, c->full_name);
     c->xfail_reason = expected ? expected->reason : NULL;
     if (!c->message)
@@ -73,14 +69,12 @@ void bp_conf_report_classify(bp_conf_case *c, unsigned repeat, const bp_conf_xfa
     }
 }
 
-bool bp_conf_report_is_failure(const bp_conf_case *c, bool strict_xfail)
-{
+bool bp_conf_report_is_failure(const bp_conf_case *c, bool strict_xfail) {
     return c->outcome == BP_CONF_OUT_FAIL || (strict_xfail && c->outcome == BP_CONF_OUT_XPASS);
 }
 
 /* Prints every line of `text` after the first, indented under the test's line. */
-static void print_rest(FILE *out, const char *text, bool from_first)
-{
+static void print_rest(FILE *out, const char *text, bool from_first) {
     const char *line = text;
     if (!from_first) {
         line = strchr(text, '\n');
@@ -97,8 +91,7 @@ static void print_rest(FILE *out, const char *text, bool from_first)
     }
 }
 
-void bp_conf_report_line(FILE *out, const bp_conf_case *c, bool verbose)
-{
+void bp_conf_report_line(FILE *out, const bp_conf_case *c, bool verbose) {
     const char *message = c->message ? c->message : "";
     int first = (int)strcspn(message, "\n");
     switch (c->outcome) {
@@ -126,8 +119,7 @@ void bp_conf_report_line(FILE *out, const bp_conf_case *c, bool verbose)
     fflush(out);
 }
 
-static void print_memory(FILE *out, uint64_t bytes)
-{
+static void print_memory(FILE *out, uint64_t bytes) {
     if (bytes >= ((uint64_t)1 << 30))
         fprintf(out, "%.1f GiB", (double)bytes / (double)((uint64_t)1 << 30));
     else
@@ -135,8 +127,7 @@ static void print_memory(FILE *out, uint64_t bytes)
 }
 
 void bp_conf_report_header(FILE *out, const bp_conf_header *h, const bp_conf_options *o,
-                           const bp_conf_plan *plan, size_t n_xfail)
-{
+                           const bp_conf_plan *plan, size_t n_xfail) {
     fprintf(out, "bp-conformance on %s: %s\n", h->name,
             h->description[0] ? h->description : "(no description)");
     fprintf(out, "  backend       %s %s (%s)\n", h->backend_name, h->backend_version,
@@ -157,8 +148,7 @@ void bp_conf_report_header(FILE *out, const bp_conf_header *h, const bp_conf_opt
     fflush(out);
 }
 
-void bp_conf_report_totals(const bp_conf_plan *plan, bp_conf_totals *t)
-{
+void bp_conf_report_totals(const bp_conf_plan *plan, bp_conf_totals *t) {
     *t = (bp_conf_totals){0};
     for (size_t i = 0; i < plan->n_cases; i++) {
         switch (plan->cases[i].outcome) {
@@ -171,8 +161,7 @@ void bp_conf_report_totals(const bp_conf_plan *plan, bp_conf_totals *t)
     }
 }
 
-static size_t group_failures(const bp_conf_plan_group *g, bool strict_xfail)
-{
+static size_t group_failures(const bp_conf_plan_group *g, bool strict_xfail) {
     size_t n = 0;
     for (size_t i = 0; i < g->n_cases; i++)
         n += bp_conf_report_is_failure(&g->cases[i], strict_xfail);
@@ -180,8 +169,7 @@ static size_t group_failures(const bp_conf_plan_group *g, bool strict_xfail)
 }
 
 void bp_conf_report_summary(FILE *out, const bp_conf_plan *plan, const bp_conf_totals *t,
-                            bool strict_xfail, double seconds)
-{
+                            bool strict_xfail, double seconds) {
     fprintf(out, "\n%zu passed, %zu failed, %zu skipped, %zu xfail, %zu xpass in %.1f s\n",
             t->passed, t->failed, t->skipped, t->xfail, t->xpass, seconds);
     const char *sep = "failures by group: ";
@@ -200,8 +188,7 @@ void bp_conf_report_summary(FILE *out, const bp_conf_plan *plan, const bp_conf_t
     fflush(out);
 }
 
-void bp_conf_report_list(FILE *out, const bp_conf_plan *plan)
-{
+void bp_conf_report_list(FILE *out, const bp_conf_plan *plan) {
     for (size_t g = 0; g < plan->n_groups; g++) {
         const bp_conf_plan_group *pg = &plan->groups[g];
         fprintf(out, "%s%s (%zu test%s): %s\n", g ? "\n" : "", pg->group->name, pg->n_cases,

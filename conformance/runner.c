@@ -38,20 +38,17 @@ static const char *running_test_name = "";
 static char skip_reason[512];
 static bool skip_reason_set;
 
-void bp_conf_runner_begin_test(const char *full_name)
-{
+void bp_conf_runner_begin_test(const char *full_name) {
     running_test_name = full_name;
     skip_reason_set = false;
     skip_reason[0] = '\0';
 }
 
-const char *bp_conf_runner_skip_reason(void)
-{
+const char *bp_conf_runner_skip_reason(void) {
     return skip_reason_set ? skip_reason : NULL;
 }
 
-void bp_conf_skip_reason(const char *fmt, ...)
-{
+void bp_conf_skip_reason(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(skip_reason, sizeof skip_reason, fmt, ap);
@@ -59,8 +56,7 @@ void bp_conf_skip_reason(const char *fmt, ...)
     skip_reason_set = true;
 }
 
-uint64_t bp_conf_rand(uint64_t *state)
-{
+uint64_t bp_conf_rand(uint64_t *state) {
     uint64_t z = (*state += 0x9e3779b97f4a7c15u);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
@@ -69,8 +65,7 @@ uint64_t bp_conf_rand(uint64_t *state)
 
 /* FNV-1a of the test's full name, mixed with the seed through splitmix64: a test's data
  * depend on --seed and its own name only, not on which other tests run. */
-uint64_t bp_conf_test_seed(void)
-{
+uint64_t bp_conf_test_seed(void) {
     uint64_t h = 0xcbf29ce484222325u;
     for (const unsigned char *p = (const unsigned char *)running_test_name; *p; p++)
         h = (h ^ *p) * 0x100000001b3u;
@@ -85,16 +80,14 @@ typedef struct run_state {
     const bp_conf_xfail *xfail;
 } run_state;
 
-static double now_s(void)
-{
+static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Each run of a test as it comes in; the test's line once its last run is in. */
-static void on_run(void *ctx, bp_conf_case *c, bp_conf_run *run)
-{
+static void on_run(void *ctx, bp_conf_case *c, bp_conf_run *run) {
     const run_state *s = ctx;
     bp_conf_report_fold(c, run);
     if (c->runs < s->options->repeat)
@@ -110,8 +103,7 @@ typedef struct probe {
     char *error;
 } probe;
 
-static void on_probe_message(void *ctx, const bp_conf_msg *msg, const char *payload)
-{
+static void on_probe_message(void *ctx, const bp_conf_msg *msg, const char *payload) {
     probe *p = ctx;
     if (msg->type == BP_CONF_MSG_HEADER && msg->len == sizeof p->header) {
         memcpy(&p->header, payload, sizeof p->header);
@@ -121,15 +113,13 @@ static void on_probe_message(void *ctx, const bp_conf_msg *msg, const char *payl
     }
 }
 
-static int probe_main(int fd, void *arg)
-{
+static int probe_main(int fd, void *arg) {
     return bp_conf_child_probe(fd, arg);
 }
 
 /* Opens the device in a probe child and fills *header; returns 0, or 2 after printing
  * why the device cannot be opened. */
-static int run_probe(const bp_conf_options *o, bp_conf_header *header)
-{
+static int run_probe(const bp_conf_options *o, bp_conf_header *header) {
     probe p = {0};
     bp_conf_child_end end = {0};
     int timeout = o->timeout_s ? o->timeout_s : BP_CONF_DEFAULT_TIMEOUT_S;
@@ -156,8 +146,7 @@ static int run_probe(const bp_conf_options *o, bp_conf_header *header)
 
 /* Warns about entries of the expected-failures file that match no test of the suite
  * (a typo, or a test since renamed): they would silently expect nothing. */
-static void warn_unused_xfail(const bp_conf_xfail *xfail)
-{
+static void warn_unused_xfail(const bp_conf_xfail *xfail) {
     for (size_t e = 0; e < xfail->n_entries; e++) {
         bool used = false;
         for (size_t g = 0; g < bp_conf_group_count && !used; g++) {
@@ -177,8 +166,7 @@ static void warn_unused_xfail(const bp_conf_xfail *xfail)
 }
 
 /* Runs every group of the plan, --repeat times each. */
-static void run_groups(bp_conf_plan *plan, const bp_conf_options *o, const bp_conf_xfail *xfail)
-{
+static void run_groups(bp_conf_plan *plan, const bp_conf_options *o, const bp_conf_xfail *xfail) {
     run_state state = {o, xfail};
     for (size_t g = 0; g < plan->n_groups; g++)
         for (unsigned rep = 0; rep < o->repeat; rep++)
@@ -189,8 +177,7 @@ static void run_groups(bp_conf_plan *plan, const bp_conf_options *o, const bp_co
 
 /* Checks early that the report can be written (an hour of tests should not end in
  * "cannot write"); this also removes a report of an earlier run. */
-static bool junit_writable(const char *path)
-{
+static bool junit_writable(const char *path) {
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "bp-conformance: cannot write the JUnit report '%s': %s\n", path,
@@ -202,8 +189,7 @@ static bool junit_writable(const char *path)
 }
 
 /* The run proper, after the plan and the expected failures are ready. */
-static int run(bp_conf_plan *plan, const bp_conf_options *o, const bp_conf_xfail *xfail)
-{
+static int run(bp_conf_plan *plan, const bp_conf_options *o, const bp_conf_xfail *xfail) {
     double start = now_s();
     if (o->junit && !junit_writable(o->junit))
         return 2;
@@ -239,8 +225,7 @@ static int run(bp_conf_plan *plan, const bp_conf_options *o, const bp_conf_xfail
     return rc;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     bp_conf_options options;
     bp_conf_plan plan = {0};
     bp_conf_xfail xfail = {0};

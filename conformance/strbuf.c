@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool reserve(bp_conf_strbuf *sb, size_t extra)
-{
+static bool reserve(bp_conf_strbuf *sb, size_t extra) {
     if (sb->failed)
         return false;
     if (sb->cap - sb->len > extra)
@@ -25,8 +24,7 @@ static bool reserve(bp_conf_strbuf *sb, size_t extra)
     return true;
 }
 
-void bp_conf_strbuf_append(bp_conf_strbuf *sb, const char *s, size_t n)
-{
+void bp_conf_strbuf_append(bp_conf_strbuf *sb, const char *s, size_t n) {
     if (!reserve(sb, n))
         return;
     memcpy(sb->data + sb->len, s, n);
@@ -34,13 +32,11 @@ void bp_conf_strbuf_append(bp_conf_strbuf *sb, const char *s, size_t n)
     sb->data[sb->len] = '\0';
 }
 
-void bp_conf_strbuf_puts(bp_conf_strbuf *sb, const char *s)
-{
+void bp_conf_strbuf_puts(bp_conf_strbuf *sb, const char *s) {
     bp_conf_strbuf_append(sb, s, strlen(s));
 }
 
-void bp_conf_strbuf_printf(bp_conf_strbuf *sb, const char *fmt, ...)
-{
+void bp_conf_strbuf_printf(bp_conf_strbuf *sb, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
@@ -53,8 +49,7 @@ void bp_conf_strbuf_printf(bp_conf_strbuf *sb, const char *fmt, ...)
     sb->len += (size_t)n;
 }
 
-char *bp_conf_strbuf_take(bp_conf_strbuf *sb)
-{
+char *bp_conf_strbuf_take(bp_conf_strbuf *sb) {
     char *s = sb->failed ? NULL : sb->data ? sb->data : strdup("");
     if (sb->failed)
         free(sb->data);
@@ -62,8 +57,7 @@ char *bp_conf_strbuf_take(bp_conf_strbuf *sb)
     return s;
 }
 
-void bp_conf_strbuf_free(bp_conf_strbuf *sb)
-{
+void bp_conf_strbuf_free(bp_conf_strbuf *sb) {
     free(sb->data);
     *sb = (bp_conf_strbuf){0};
 }

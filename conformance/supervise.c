@@ -18,16 +18,14 @@
 /* While the parent waits for a child that has closed its pipe to exit. */
 #define BP_CONF_REAP_POLL_MS 5
 
-static long long now_ms(void)
-{
+static long long now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The child's side: never returns. */
-static void run_child(int fd, pid_t parent, bp_conf_child_main child_main, void *arg)
-{
+static void run_child(int fd, pid_t parent, bp_conf_child_main child_main, void *arg) {
 #ifdef __linux__
     /* A child must not outlive a runner killed by CI: it would hold the device. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -45,8 +43,7 @@ static void run_child(int fd, pid_t parent, bp_conf_child_main child_main, void 
 }
 
 /* Passes every complete message buffered so far to on_message. */
-static void dispatch(bp_conf_reader *reader, bp_conf_on_message on_message, void *ctx)
-{
+static void dispatch(bp_conf_reader *reader, bp_conf_on_message on_message, void *ctx) {
     bp_conf_msg msg;
     char *payload = NULL;
     while (bp_conf_reader_next(reader, &msg, &payload)) {
@@ -57,8 +54,7 @@ static void dispatch(bp_conf_reader *reader, bp_conf_on_message on_message, void
 
 /* Reads the child's messages until the pipe closes (or cannot be read); returns true
  * when the deadline passed first. What the child wrote before the deadline is read. */
-static bool read_until_eof(int fd, long long deadline, bp_conf_on_message on_message, void *ctx)
-{
+static bool read_until_eof(int fd, long long deadline, bp_conf_on_message on_message, void *ctx) {
     bp_conf_reader reader = {0};
     bool timed_out = false;
     for (;;) {
@@ -82,8 +78,7 @@ static bool read_until_eof(int fd, long long deadline, bp_conf_on_message on_mes
     return timed_out;
 }
 
-static pid_t wait_retry(pid_t pid, int *status, int flags)
-{
+static pid_t wait_retry(pid_t pid, int *status, int flags) {
     pid_t rc;
     while ((rc = waitpid(pid, status, flags)) < 0 && errno == EINTR) {
     }
@@ -91,8 +86,7 @@ static pid_t wait_retry(pid_t pid, int *status, int flags)
 }
 
 /* Waits for the child to exit until the deadline, then kills it; always reaps it. */
-static void reap(pid_t pid, long long deadline, bool timed_out, bp_conf_child_end *end)
-{
+static void reap(pid_t pid, long long deadline, bool timed_out, bp_conf_child_end *end) {
     int status = 0;
     while (!timed_out) {
         pid_t rc = wait_retry(pid, &status, WNOHANG);
@@ -117,8 +111,7 @@ static void reap(pid_t pid, long long deadline, bool timed_out, bp_conf_child_en
 }
 
 bool bp_conf_supervise(bp_conf_child_main child_main, void *arg, int timeout_s,
-                       bp_conf_on_message on_message, void *ctx, bp_conf_child_end *end)
-{
+                       bp_conf_on_message on_message, void *ctx, bp_conf_child_end *end) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         return false;
@@ -149,8 +142,7 @@ bool bp_conf_supervise(bp_conf_child_main child_main, void *arg, int timeout_s,
 }
 
 void bp_conf_child_end_describe(const bp_conf_child_end *end, int timeout_s, char *out,
-                                size_t out_len)
-{
+                                size_t out_len) {
     switch (end->how) {
     case BP_CONF_CHILD_TIMED_OUT:
         snprintf(out, out_len, "timed out after %d s", timeout_s);

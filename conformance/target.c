@@ -9,8 +9,7 @@
 
 /* The loader's entry for the backend of device type `type`: the plugin it was loaded
  * from, or NULL when it is built in (or not listed). The strings live until exit. */
-static const char *loaded_plugin_path(const char *type, bool *builtin)
-{
+static const char *loaded_plugin_path(const char *type, bool *builtin) {
     *builtin = false;
     int n = bp_plugin_count();
     for (int i = 0; i < n; i++) {
@@ -28,8 +27,7 @@ static const char *loaded_plugin_path(const char *type, bool *builtin)
 }
 
 bool bp_conf_target_open(const char *device, const char *plugin, uint64_t seed, char *err,
-                         size_t err_len)
-{
+                         size_t err_len) {
     bp_status st;
     if (plugin && (st = bp_plugin_load(plugin)) != BP_OK) {
         snprintf(err, err_len, "cannot load plugin '%s': %s", plugin,
@@ -60,14 +58,12 @@ bool bp_conf_target_open(const char *device, const char *plugin, uint64_t seed, 
 }
 
 /* Appends `word` to the space-separated list `list` of size `cap` (cut when full). */
-static void append_word(char *list, size_t cap, const char *word)
-{
+static void append_word(char *list, size_t cap, const char *word) {
     size_t used = strlen(list);
     snprintf(list + used, cap - used, "%s%s", used ? " " : "", word);
 }
 
-static void describe_capabilities(uint32_t caps, char *out, size_t cap)
-{
+static void describe_capabilities(uint32_t caps, char *out, size_t cap) {
     static const struct {
         uint32_t bit;
         const char *name;
@@ -90,8 +86,7 @@ static void describe_capabilities(uint32_t caps, char *out, size_t cap)
     }
 }
 
-void bp_conf_target_describe(bp_conf_header *h)
-{
+void bp_conf_target_describe(bp_conf_header *h) {
     const bp_device_props *p = &bp_conf.props;
     memset(h, 0, sizeof *h);
     snprintf(h->name, sizeof h->name, "%s", p->name);

@@ -7,14 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_blank(char c)
-{
+static bool is_blank(char c) {
     return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
 }
 
 /* Removes surrounding blanks in place; returns the start of what is left. */
-static char *trim(char *s)
-{
+static char *trim(char *s) {
     while (is_blank(*s))
         s++;
     size_t n = strlen(s);
@@ -23,15 +21,13 @@ static char *trim(char *s)
     return s;
 }
 
-static int file_error(const char *path, unsigned line, const char *what, const char *text)
-{
+static int file_error(const char *path, unsigned line, const char *what, const char *text) {
     fprintf(stderr, "bp-conformance: %s:%u: %s: '%s'\n", path, line, what, text);
     return 2;
 }
 
 /* Adds the entry of one meaningful line; 0, or 2 after printing why not. */
-static int add_entry(bp_conf_xfail *x, const char *path, unsigned line, char *text)
-{
+static int add_entry(bp_conf_xfail *x, const char *path, unsigned line, char *text) {
     size_t glob_len = 0;
     while (text[glob_len] && text[glob_len] != ' ' && text[glob_len] != '\t')
         glob_len++;
@@ -53,8 +49,7 @@ static int add_entry(bp_conf_xfail *x, const char *path, unsigned line, char *te
     return 0;
 }
 
-int bp_conf_xfail_load(const char *path, bp_conf_xfail *x)
-{
+int bp_conf_xfail_load(const char *path, bp_conf_xfail *x) {
     *x = (bp_conf_xfail){0};
     if (!path)
         return 0;
@@ -84,8 +79,7 @@ int bp_conf_xfail_load(const char *path, bp_conf_xfail *x)
     return rc;
 }
 
-void bp_conf_xfail_free(bp_conf_xfail *x)
-{
+void bp_conf_xfail_free(bp_conf_xfail *x) {
     for (size_t i = 0; i < x->n_entries; i++) {
         free(x->entries[i].glob);
         free(x->entries[i].reason);
@@ -94,8 +88,7 @@ void bp_conf_xfail_free(bp_conf_xfail *x)
     *x = (bp_conf_xfail){0};
 }
 
-const bp_conf_xfail_entry *bp_conf_xfail_match(const bp_conf_xfail *x, const char *full_name)
-{
+const bp_conf_xfail_entry *bp_conf_xfail_match(const bp_conf_xfail *x, const char *full_name) {
     for (size_t i = 0; i < x->n_entries; i++)
         if (fnmatch(x->entries[i].glob, full_name, 0) == 0)
             return &x->entries[i];
