@@ -48,3 +48,10 @@ bp_conformance_test(conformance_defect_oom_abort EXIT 1 DEFECT oom_abort
 bp_conformance_test(conformance_defect_query_hang EXIT 1 DEFECT query_hang
   EXPECT "FAIL  streams\\.query: timed out after 10 s" "PASS  events\\.synchronize_waits_for_work"
   ARGS --device broken --plugin ${bp_broken_plugin} --timeout 10 --filter "streams.*,events.*")
+
+# The suite is installed with the SDK and runs from the install tree.
+add_test(NAME conformance_installed COMMAND sh -c
+  "rm -rf \"$1\" && ${CMAKE_COMMAND} --install ${CMAKE_BINARY_DIR} --prefix \"$1\" >/dev/null && \"$1/bin/bp-conformance\" --device cpu --filter 'device.*,ops.add_f32'"
+  sh ${CMAKE_CURRENT_BINARY_DIR}/conformance_install)
+set_tests_properties(conformance_installed PROPERTIES ENVIRONMENT "${bp_conf_env}" TIMEOUT 300
+  LABELS conformance PASS_REGULAR_EXPRESSION "5 passed, 0 failed")
