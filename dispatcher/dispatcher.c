@@ -12,6 +12,7 @@
 
 #include "dispatcher_internal.h"
 #include "ops_internal.h"
+#include "region_internal.h"
 
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static bp_op_record *op_table[BP_MAX_OPS];
@@ -275,7 +276,9 @@ void bp_dispatcher_init(void) {
     bp_dispatcher_set_initializing(NULL);
     bp_trace_init();
     bp_profile_init();
-    bp_dispatch_hooks = bp_trace_enabled() || bp_profile_enabled();
+    __atomic_fetch_or(&bp_dispatch_hooks,
+                      bp_trace_enabled() || bp_profile_enabled() ? BP_HOOKS_TRACE_PROFILE : 0,
+                      __ATOMIC_RELAXED);
 }
 
 /* ---- dispatch ---- */
@@ -351,17 +354,33 @@ static __attribute__((noinline, cold)) bp_status dispatch_slow(bp_op_call *call)
     bp_device *device = call->device;
     const bp_kernel_entry *kernel = atomic_load_explicit(
         &op->kernels[device->backend->type_slot][kc->dtype], memory_order_acquire);
-    if (!kernel)
-        return missing_kernel(op, call);
     bp_stream *stream = call->stream ? call->stream : bp_current_stream(device);
     if (!stream)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_dispatch: no stream for %s: %s",
                             device->name, bp_last_error());
-    return launch(op, kernel, call, stream, bp_dispatch_hooks != 0);
+    int hooks = __atomic_load_n(&bp_dispatch_hooks, __ATOMIC_RELAXED);
+    if (hooks & BP_HOOKS_REGIONS_MASK) {
+        bool handled = false;
+        st = bp_region_intercept(op, kernel, call, stream, &handled);
+        if (st != BP_OK || handled)
+            return st;
+    }
+    if (!kernel)
+        return missing_kernel(op, call);
+    return launch(op, kernel, call, stream, (hooks & BP_HOOKS_TRACE_PROFILE) != 0);
+}
+
+bp_status bp_dispatch_launch_recorded(const bp_op_record *op, const bp_kernel_entry *kernel,
+                                      bp_op_call *call, bp_stream *stream) {
+    return launch(op, kernel, call, stream,
+                  (__atomic_load_n(&bp_dispatch_hooks, __ATOMIC_RELAXED) &
+                   BP_HOOKS_TRACE_PROFILE) != 0);
 }
 
 bp_status bp_dispatch_checked(bp_op_call *call) {
-    if (__builtin_expect(bp_dispatch_hooks != 0, 0))
+    /* One branch for tracing, profiling and open regions alike (a relaxed load is a
+     * plain load). */
+    if (__builtin_expect(__atomic_load_n(&bp_dispatch_hooks, __ATOMIC_RELAXED) != 0, 0))
         return dispatch_slow(call);
     const bp_op_record *op = op_table[call->kernel.op];
     const bp_kernel_entry *kernel = atomic_load_explicit(

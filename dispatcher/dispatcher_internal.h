@@ -51,8 +51,13 @@ BP_INTERNAL const bp_op_record *bp_op_record_get(bp_op_id op);
 
 /* ---- hooks (trace.c, profile.c): active only when their variable is set ---- */
 
-/* Nonzero when tracing or profiling is on: the one branch on the dispatch hot path. */
+/* Nonzero when tracing or profiling is on or a region is open anywhere: the one
+ * branch on the dispatch hot path. Bit 0: trace/profile; the bits above count open
+ * regions (units of BP_HOOKS_REGION_UNIT). Read and changed with __atomic builtins. */
 extern BP_INTERNAL int bp_dispatch_hooks;
+#define BP_HOOKS_TRACE_PROFILE 1
+#define BP_HOOKS_REGION_UNIT 2
+#define BP_HOOKS_REGIONS_MASK (~1)
 /* BP_TRACE_OPS: notes (op, device type, dtype) of a dispatched call. */
 BP_INTERNAL void bp_trace_note(const bp_op_record *op, const bp_device *device, bp_dtype dtype);
 BP_INTERNAL bool bp_trace_enabled(void);

@@ -58,6 +58,7 @@ struct bp_device {
     void *handle;                    /* the backend's device handle */
     struct bp_stream *default_stream;
     struct bp_allocator *allocator;
+    atomic_int recording;            /* regions open on its streams (dispatcher/region.c) */
 };
 
 /* Runs the one-time initialisation (built-in cpu, then autoload) if not done yet. */
@@ -104,6 +105,11 @@ struct bp_stream {
     void *handle;
     int priority;
     bool is_default;
+    /* Regions (dispatcher/region.c): the region this stream records, or NULL; and the
+     * extra streams its bfs schedules run on, created on first need, destroyed with it. */
+    struct bp_region *region;
+    struct bp_stream *region_aux[16];
+    int region_aux_count;
 };
 
 struct bp_event {
@@ -112,6 +118,9 @@ struct bp_event {
     void *handle;
     unsigned flags;
     atomic_bool recorded;
+    /* Recorded on a stream while it recorded a region with this serial (0: not). */
+    bp_stream *region_stream;
+    uint64_t region_serial;
 };
 
 /* Validates a stream/event handle: NULL, destroyed (recently) or corrupt. `what` names
@@ -153,6 +162,9 @@ typedef struct bp_storage {
     bp_stream *stream;         /* the stream it was allocated for */
     uint64_t stream_id;        /* its id: a stream's address may be reused later */
     atomic_uint_least64_t last_user_id; /* last other stream recorded as a user */
+    /* Non-NULL while the storage is deferred: created inside a region, its memory is
+     * assigned by the region's executor (dispatcher/region.c). */
+    struct bp_deferred *deferred;
 } bp_storage;
 
 struct bp_tensor {
@@ -177,6 +189,29 @@ BP_INTERNAL bp_status bp_tensor_make_view(bp_storage *storage, bp_dtype dtype, i
 /* Marks the tensor's storage as used by `stream` (bp_memory_record_stream) when that
  * is not the stream it was allocated for, so its memory is not reused too early. */
 BP_INTERNAL bp_status bp_tensor_note_stream(const bp_tensor *tensor, bp_stream *stream);
+/* Storage reference counting for the region recorder (tensor.c). */
+BP_INTERNAL void bp_storage_retain(bp_storage *storage);
+BP_INTERNAL void bp_storage_release(bp_storage *storage);
+
+/* ---- regions (dispatcher/region.c): the hooks the HAL calls ---- */
+
+/* Sets the error and returns BP_ERR_INVALID_STATE when `stream` records a region
+ * (`what` names the caller: synchronize, copies). BP_OK otherwise. */
+BP_INTERNAL bp_status bp_region_check_not_recording(const bp_stream *stream, const char *what);
+/* BP_ERR_INVALID_STATE when the tensor's storage is deferred (its region has not ended
+ * or failed), with a message naming `what`. */
+BP_INTERNAL bp_status bp_region_check_readable(const bp_tensor *tensor, const char *what);
+/* bp_tensor_empty on a recording stream: makes `storage` deferred in that region. */
+BP_INTERNAL bp_status bp_region_defer_storage(bp_stream *stream, bp_storage *storage);
+/* A header over deferred storage was made / is being freed (for patching at the end). */
+BP_INTERNAL bp_status bp_region_view_added(bp_storage *storage, bp_tensor *tensor);
+BP_INTERNAL void bp_region_view_removed(bp_storage *storage, bp_tensor *tensor);
+/* Frees what a deferred storage still holds when it is freed itself. */
+BP_INTERNAL void bp_region_storage_freed(bp_storage *storage);
+/* bp_stream_destroy: BP_ERR_INVALID_STATE while it records; else destroys its aux
+ * streams. */
+BP_INTERNAL bp_status bp_region_stream_destroying(bp_stream *stream);
+
 /* The tensor whose desc member `desc` is (a descriptor from bp_tensor_kernel_desc). */
 static inline bp_tensor *bp_tensor_of_desc(const bp_tensor_desc *desc) {
     return (bp_tensor *)((const char *)desc - offsetof(struct bp_tensor, desc));

@@ -189,6 +189,8 @@ bp_status bp_memory_copy_async(void *dst, bp_device *dst_device, const void *src
         st = open_device(secondary, what);
     if (st == BP_OK)
         st = resolve_stream(primary, secondary, &stream, what);
+    if (st == BP_OK)
+        st = bp_region_check_not_recording(stream, what);
     if (st != BP_OK || size == 0)
         return st;
 
@@ -214,6 +216,8 @@ bp_status bp_memory_set_async(bp_device *device, void *ptr, int value, size_t si
     bp_status st = open_device(device, what);
     if (st == BP_OK)
         st = resolve_stream(device, NULL, &stream, what);
+    if (st == BP_OK)
+        st = bp_region_check_not_recording(stream, what);
     if (st != BP_OK || size == 0)
         return st;
     if (!ptr)

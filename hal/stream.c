@@ -71,6 +71,9 @@ bp_status bp_stream_destroy(bp_stream *stream) {
         return bp_set_error(BP_ERR_INVALID_ARGUMENT,
                             "bp_stream_destroy: the default stream of %s cannot be destroyed",
                             stream->device->name);
+    st = bp_region_stream_destroying(stream);
+    if (st != BP_OK)
+        return st;
     unsigned expected = BP_MAGIC_STREAM;
     if (!atomic_compare_exchange_strong(&stream->magic, &expected, BP_MAGIC_DEAD))
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_stream_destroy: stream %p was destroyed",
@@ -110,6 +113,8 @@ bp_status bp_stream_get_priority(const bp_stream *stream, int *out_priority) {
 
 bp_status bp_stream_synchronize(bp_stream *stream) {
     bp_status st = bp_stream_check(stream, "bp_stream_synchronize");
+    if (st == BP_OK)
+        st = bp_region_check_not_recording(stream, "bp_stream_synchronize");
     if (st != BP_OK)
         return st;
     st = stream->device->backend->desc->stream->synchronize(stream->handle);

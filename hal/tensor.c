@@ -15,11 +15,19 @@
 static void storage_release(bp_storage *s) {
     if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1)
         return;
+    if (s->deferred)
+        bp_region_storage_freed(s);
     if (s->ptr && bp_memory_free(s->device, s->ptr) != BP_OK)
         bp_log(BP_LOG_ERROR, "tensor", "freeing %zu bytes of tensor storage on %s failed: %s",
                s->bytes, s->device->name, bp_last_error());
     free(s);
 }
+
+void bp_storage_retain(bp_storage *storage) {
+    atomic_fetch_add_explicit(&storage->refcount, 1, memory_order_relaxed);
+}
+
+void bp_storage_release(bp_storage *storage) { storage_release(storage); }
 
 /* ---- helpers ---- */
 
@@ -99,7 +107,11 @@ static bp_status check_shape(const char *fn, int ndim, const int64_t *shape, int
 /* What kernels see of the tensor: data at its first element, NULL without elements. */
 static void describe(const bp_tensor *tensor, bp_tensor_desc *desc) {
     memset(desc, 0, sizeof *desc);
-    desc->data = bp_tensor_data(tensor);
+    /* Deferred storage has no memory yet: NULL until its region's executor assigns it. */
+    desc->data = tensor->storage->ptr && numel_of(tensor->ndim, tensor->shape) > 0
+                     ? (char *)tensor->storage->ptr +
+                           tensor->offset * (int64_t)bp_dtype_size(tensor->dtype)
+                     : NULL;
     desc->dtype = tensor->dtype;
     desc->ndim = tensor->ndim;
     for (int d = 0; d < tensor->ndim; d++) {
@@ -130,6 +142,14 @@ bp_status bp_tensor_make_view(bp_storage *storage, bp_dtype dtype, int ndim, con
     }
     t->offset = offset;
     describe(t, &t->desc);
+    if (storage->deferred) {
+        bp_status st = bp_region_view_added(storage, t);
+        if (st != BP_OK) {
+            storage_release(storage);
+            free(t);
+            return st;
+        }
+    }
     *out_tensor = t;
     return BP_OK;
 }
@@ -189,7 +209,8 @@ bp_status bp_tensor_empty(bp_device *device, bp_dtype dtype, int ndim, const int
     s->bytes = bytes;
     s->stream = stream;
     s->stream_id = stream->id;
-    st = bp_memory_alloc(device, bytes, stream, &s->ptr);
+    st = stream->region ? bp_region_defer_storage(stream, s)
+                        : bp_memory_alloc(device, bytes, stream, &s->ptr);
     if (st != BP_OK) {
         free(s);
         return st;
@@ -207,6 +228,9 @@ bp_status bp_tensor_from_host(bp_device *device, bp_dtype dtype, int ndim, const
     if (!out_tensor)
         return null_error("bp_tensor_from_host", "out_tensor");
     *out_tensor = NULL;
+    bp_stream *current = bp_current_stream(device);
+    if (current && current->region) /* its copy could not be recorded */
+        return bp_region_check_not_recording(current, "bp_tensor_from_host");
     bp_tensor *t = NULL;
     bp_status st = bp_tensor_empty(device, dtype, ndim, shape, &t);
     if (st != BP_OK)
@@ -239,6 +263,9 @@ bp_status bp_tensor_to_host(const bp_tensor *tensor, void *host_data, size_t hos
         return BP_OK;
     if (!host_data)
         return null_error("bp_tensor_to_host", "host_data");
+    bp_status rst = bp_region_check_readable(tensor, "bp_tensor_to_host");
+    if (rst != BP_OK)
+        return rst;
     if (host_size < bytes)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_to_host: host buffer has %zu "
                             "bytes, the tensor needs %zu (%lld %s elements)", host_size, bytes,
@@ -269,6 +296,8 @@ bp_tensor *bp_tensor_retain(bp_tensor *tensor) {
 void bp_tensor_release(bp_tensor *tensor) {
     if (!tensor || atomic_fetch_sub_explicit(&tensor->refcount, 1, memory_order_acq_rel) != 1)
         return;
+    if (tensor->storage->deferred)
+        bp_region_view_removed(tensor->storage, tensor);
     storage_release(tensor->storage);
     free(tensor);
 }
@@ -303,6 +332,10 @@ bp_device *bp_tensor_device(const bp_tensor *tensor) {
 }
 
 void *bp_tensor_data(const bp_tensor *tensor) {
+    if (tensor && tensor->storage->deferred) {
+        bp_region_check_readable(tensor, "bp_tensor_data");
+        return NULL;
+    }
     if (!tensor || !tensor->storage->ptr || bp_tensor_numel(tensor) == 0)
         return NULL;
     return (char *)tensor->storage->ptr + tensor->offset * (int64_t)bp_dtype_size(tensor->dtype);

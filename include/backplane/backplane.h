@@ -13,6 +13,8 @@
 #include <backplane/tensor.h>
 #include <backplane/dispatcher.h>
 #include <backplane/ops.h>
+#include <backplane/hints.h>
+#include <backplane/region.h>
 
 #define BP_VERSION_MAJOR 0
 #define BP_VERSION_MINOR 1
