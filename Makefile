@@ -19,9 +19,12 @@ build-asan: deps
 	cmake -S . -B $(ASAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=Debug -DBP_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD_DIR) -j $(JOBS)
 
-# Runs the main job on the embedded default device (BP_DEVICE picks another).
+# Runs the main job, sliced attention under each schedule (samples/sliced_attention.c),
+# on the default device (BP_DEVICE picks another; DEMO_ARGS passes options, e.g.
+# DEMO_ARGS="--shape 8,32,2048,128 --slices 256"). device_tour is built too.
+DEMO_ARGS ?=
 demo: build
-	$(BUILD_DIR)/bin/device_tour
+	$(BUILD_DIR)/bin/sliced_attention $(DEMO_ARGS)
 
 # Every test, in a release build and again under AddressSanitizer + UBSan.
 test: test-release test-asan

@@ -11,6 +11,7 @@
     X(guards)             \
     X(allocator)          \
     X(ops)                \
+    X(regions)            \
     X(threading)          \
     X(errors)
 

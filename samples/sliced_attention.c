@@ -1,0 +1,466 @@
+/* sliced_attention: the main job of the hints issue, and what `make demo` runs.
+ *
+ * Attention over query slices, as in the seed: for each slice of `slices` along the
+ * sequence, scores = q_i k^T, scaled by 1/sqrt(D), softmax, @ v into the matching rows
+ * of the output. Five scenarios run the same maths and are checked against the fused
+ * bp_sdpa op:
+ *
+ *   naive_eager    one slice: the whole [B, H, S, S] score matrix, eagerly
+ *   sliced_eager   the slices eagerly, each slice's intermediates released at once
+ *   sliced_bfs     the sliced program recorded in a region with no hint (level order)
+ *   sliced_strict  the same region with {"order":"strict","group_id":0} (slice by slice)
+ *   sliced_auto    the same region with {"order":"auto","mem_budget_mb":X}
+ *
+ * It prints one table: peak scratch MB (the allocator's peak above what was allocated
+ * before the scenario: inputs and outputs are allocated first, so this is scratch
+ * only; for regions the report's peak_scratch_bytes), wall time in ms including the
+ * final synchronize, and the max abs error against bp_sdpa. `--json` prints the rows
+ * as a JSON array instead. Exit status: 0 when every error is within the dtype's
+ * tolerance (below), 1 when one is not or a call fails, 2 for bad arguments.
+ *
+ * Usage: sliced_attention [--device NAME] [--shape B,H,S,D] [--dtype f32|f16|bf16]
+ *                         [--slices N] [--budget MB] [--json] [--help] */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include <backplane/backplane.h>
+
+#define MB (1024.0 * 1024.0)
+
+#define CHECK(call)                                                                       \
+    do {                                                                                  \
+        bp_status st_ = (call);                                                           \
+        if (st_ != BP_OK) {                                                               \
+            fprintf(stderr, "sliced_attention: %s failed: %s: %s\n", #call,               \
+                    bp_status_str(st_), bp_last_error());                                 \
+            exit(1);                                                                      \
+        }                                                                                 \
+    } while (0)
+
+/* Tolerance of max_error, per dtype. The sample cannot include the test headers, so
+ * the figures of conformance/tolerances.h are repeated here: a result passes when
+ * |got - want| <= atol * sqrt(terms) + rtol * |want|, and kernels accumulate in f32.
+ * Here terms = max(S, D) (the longest accumulation: softmax rows and p @ v over S
+ * keys, q k^T over D; tests/test_ops_sdpa.c uses terms = S too) and |want| <= 1 (v is in [-1, 1] and the output averages it).
+ * Both sides of the comparison are computed by the device in the dtype; the sliced
+ * program also rounds its score and probability matrices to the dtype, which the
+ * fused op does not, and the bf16/f16 figures cover that rounding. */
+static double tolerance(bp_dtype dtype, int64_t s, int64_t d) {
+    double atol, rtol;
+    switch (dtype) {
+    case BP_DTYPE_F16: atol = 2e-3, rtol = 2e-3; break;
+    case BP_DTYPE_BF16: atol = 1.6e-2, rtol = 1.6e-2; break;
+    default: atol = 1e-5, rtol = 1e-5; break;
+    }
+    double terms = (double)(s > d ? s : d);
+    return atol * sqrt(terms) + rtol;
+}
+
+typedef struct options {
+    const char *device;
+    int64_t b, h, s, d;
+    bp_dtype dtype;
+    int dtype_given;
+    int64_t slices; /* 0: default */
+    double budget_mb; /* < 0: default */
+    int json;
+} options;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: sliced_attention [--device NAME] [--shape B,H,S,D] [--dtype f32|f16|bf16]\n"
+            "                        [--slices N] [--budget MB] [--json] [--help]\n"
+            "\n"
+            "Runs sliced attention five ways (naive_eager, sliced_eager, sliced_bfs,\n"
+            "sliced_strict, sliced_auto), checks each against the fused sdpa op and prints\n"
+            "peak scratch memory, time and max error.\n"
+            "\n"
+            "  --device NAME   device to run on (default: the process default device,\n"
+            "                  BP_DEVICE or cpu)\n"
+            "  --shape B,H,S,D batch, heads, sequence, head size (default 1,8,1024,64;\n"
+            "                  the seed's shape is 8,32,2048,128)\n"
+            "  --dtype T       f32, f16 or bf16 (default: bf16 when the device has bf16\n"
+            "                  kernels for the ops used, else f32)\n"
+            "  --slices N      query slices; must divide S (default: S/8, i.e. 8 query rows\n"
+            "                  per slice as the seed's 256 slices at S=2048; when 8 does not\n"
+            "                  divide S, the largest divisor of S not above S/8, at least 1)\n"
+            "  --budget MB     mem_budget_mb of the auto scenario (default: the geometric\n"
+            "                  mean of the strict and bfs regions' predicted peaks)\n"
+            "  --json          print only a JSON array of {scenario, peak_scratch_mb,\n"
+            "                  time_ms, max_error} (plus device_ms for regions)\n"
+            "  --help          this text\n"
+            "\n"
+            "Exit status: 0 when every max error is within the dtype's tolerance, 1 when\n"
+            "not or when a call fails, 2 for bad arguments.\n");
+}
+
+static void bad_args(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void bad_args(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("sliced_attention: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs(" (--help for usage)\n", stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static int64_t parse_positive(const char *text, const char *what) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || *end || errno || v <= 0 || v > (1LL << 31))
+        bad_args("%s must be a positive integer, got '%s'", what, text);
+    return (int64_t)v;
+}
+
+static void parse_shape(const char *text, options *o) {
+    int64_t dims[4];
+    const char *p = text;
+    for (int i = 0; i < 4; i++) {
+        char *end = NULL;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || errno || v <= 0 || v > (1LL << 31) || (i < 3 && *end != ',') ||
+            (i == 3 && *end))
+            bad_args("--shape must be four positive integers B,H,S,D, got '%s'", text);
+        dims[i] = (int64_t)v;
+        p = end + 1;
+    }
+    o->b = dims[0], o->h = dims[1], o->s = dims[2], o->d = dims[3];
+}
+
+static void parse_args(int argc, char **argv, options *o) {
+    *o = (options){.b = 1, .h = 8, .s = 1024, .d = 64, .dtype = BP_DTYPE_F32,
+                   .budget_mb = -1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        }
+        if (!strcmp(a, "--json")) {
+            o->json = 1;
+            continue;
+        }
+        int takes_value = !strcmp(a, "--device") || !strcmp(a, "--shape") ||
+                          !strcmp(a, "--dtype") || !strcmp(a, "--slices") ||
+                          !strcmp(a, "--budget");
+        if (!takes_value)
+            bad_args("unknown argument '%s'", a);
+        if (i + 1 >= argc)
+            bad_args("%s needs a value", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--device")) {
+            o->device = v;
+        } else if (!strcmp(a, "--shape")) {
+            parse_shape(v, o);
+        } else if (!strcmp(a, "--dtype")) {
+            if (!strcmp(v, "f32"))
+                o->dtype = BP_DTYPE_F32;
+            else if (!strcmp(v, "f16"))
+                o->dtype = BP_DTYPE_F16;
+            else if (!strcmp(v, "bf16"))
+                o->dtype = BP_DTYPE_BF16;
+            else
+                bad_args("unknown dtype '%s'; valid: f32, f16, bf16", v);
+            o->dtype_given = 1;
+        } else if (!strcmp(a, "--slices")) {
+            o->slices = parse_positive(v, "--slices");
+        } else {
+            char *end = NULL;
+            errno = 0;
+            double mb = strtod(v, &end);
+            if (end == v || *end || errno || !isfinite(mb) || mb < 0)
+                bad_args("--budget must be a number of megabytes >= 0, got '%s'", v);
+            o->budget_mb = mb;
+        }
+    }
+    if (o->slices == 0) {
+        int64_t want = o->s / 8 > 1 ? o->s / 8 : 1;
+        while (o->s % want)
+            want--;
+        o->slices = want;
+    }
+    if (o->s % o->slices)
+        bad_args("--slices %lld does not divide S = %lld", (long long)o->slices,
+                 (long long)o->s);
+}
+
+/* The ops the scenarios use; the dtype needs a kernel for each on the device. */
+static const char *const needed_ops[] = {"matmul", "scale", "softmax", "sdpa", "copy"};
+
+static const char *missing_kernel(bp_device *dev, bp_dtype dtype) {
+    for (size_t i = 0; i < sizeof needed_ops / sizeof needed_ops[0]; i++) {
+        bp_op_id id;
+        if (bp_op_find(needed_ops[i], &id) != BP_OK ||
+            !(bp_kernel_dtypes(id, dev) & BP_DTYPE_BIT(dtype)))
+            return needed_ops[i];
+    }
+    /* Results are read back through a cast to f32 (a copy kernel of dtype f32). */
+    bp_op_id copy;
+    if (bp_op_find("copy", &copy) != BP_OK ||
+        !(bp_kernel_dtypes(copy, dev) & BP_DTYPE_BIT(BP_DTYPE_F32)))
+        return "copy (to f32)";
+    return NULL;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+typedef struct run_ctx {
+    bp_device *dev;
+    bp_stream *stream;
+    options o;
+    bp_tensor *q, *k, *v;
+    float *ref; /* bp_sdpa's result, as f32 on the host */
+    size_t numel;
+} run_ctx;
+
+typedef struct row {
+    const char *scenario;
+    double peak_scratch_mb, time_ms, max_error, device_ms;
+    int is_region;
+    bp_region_report report;
+} row;
+
+static bp_tensor *random_input(run_ctx *c, uint64_t seed) {
+    float *host = malloc(c->numel * sizeof *host);
+    if (!host) {
+        fprintf(stderr, "sliced_attention: out of host memory\n");
+        exit(1);
+    }
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < c->numel; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+        host[i] = (float)((x >> 11) % 2001) / 1000.0f - 1.0f;
+    }
+    int64_t shape[4] = {c->o.b, c->o.h, c->o.s, c->o.d};
+    bp_tensor *f32 = NULL, *t = NULL;
+    CHECK(bp_tensor_from_host(c->dev, BP_DTYPE_F32, 4, shape, host, &f32));
+    free(host);
+    if (c->o.dtype == BP_DTYPE_F32)
+        return f32;
+    CHECK(bp_cast(f32, c->o.dtype, &t));
+    bp_tensor_release(f32);
+    return t;
+}
+
+/* The tensor's elements as f32 on the host (malloc'd). */
+static float *to_host_f32(run_ctx *c, bp_tensor *t) {
+    bp_tensor *f32 = t;
+    if (bp_tensor_dtype(t) != BP_DTYPE_F32)
+        CHECK(bp_cast(t, BP_DTYPE_F32, &f32));
+    float *host = malloc(c->numel * sizeof *host);
+    if (!host) {
+        fprintf(stderr, "sliced_attention: out of host memory\n");
+        exit(1);
+    }
+    CHECK(bp_tensor_to_host(f32, host, c->numel * sizeof *host));
+    if (f32 != t)
+        bp_tensor_release(f32);
+    return host;
+}
+
+static double max_error(run_ctx *c, bp_tensor *out) {
+    float *got = to_host_f32(c, out);
+    double m = 0;
+    for (size_t i = 0; i < c->numel; i++) {
+        double e = fabs((double)got[i] - (double)c->ref[i]);
+        if (!(e <= m)) /* NaN counts as infinitely wrong */
+            m = isnan(e) ? INFINITY : e;
+    }
+    free(got);
+    return m;
+}
+
+/* Attention of query rows [row0, row0 + rows) into the same rows of `out`. Every
+ * intermediate is released at once: eagerly its memory goes back to the allocator;
+ * in a region the executor frees it after its last use. */
+static void attend_rows(run_ctx *c, bp_tensor *out, int64_t row0, int64_t rows) {
+    bp_tensor *qi = NULL, *si = NULL, *ci = NULL, *pi = NULL, *oi = NULL;
+    CHECK(bp_tensor_narrow(c->q, 2, row0, rows, &qi));
+    CHECK(bp_matmul(qi, c->k, 0, 1, &si));
+    CHECK(bp_scale(si, 1.0 / sqrt((double)c->o.d), &ci));
+    bp_tensor_release(si);
+    CHECK(bp_softmax(ci, 1.0f, 0, &pi));
+    bp_tensor_release(ci);
+    CHECK(bp_tensor_narrow(out, 2, row0, rows, &oi));
+    CHECK(bp_matmul_out(pi, c->v, 0, 0, oi));
+    bp_tensor_release(pi);
+    bp_tensor_release(qi);
+    bp_tensor_release(oi);
+}
+
+static void attend_sliced(run_ctx *c, bp_tensor *out, int64_t slices) {
+    int64_t rows = c->o.s / slices;
+    for (int64_t i = 0; i < slices; i++)
+        attend_rows(c, out, i * rows, rows);
+}
+
+static bp_tensor *new_output(run_ctx *c) {
+    int64_t shape[4] = {c->o.b, c->o.h, c->o.s, c->o.d};
+    bp_tensor *out = NULL;
+    CHECK(bp_tensor_empty(c->dev, c->o.dtype, 4, shape, &out));
+    return out;
+}
+
+static row run_eager(run_ctx *c, const char *name, int64_t slices) {
+    row r = {.scenario = name, .device_ms = -1};
+    bp_tensor *out = new_output(c);
+    CHECK(bp_stream_synchronize(c->stream));
+    bp_memory_stats before = {.struct_size = sizeof before};
+    CHECK(bp_memory_get_stats(c->dev, &before));
+    CHECK(bp_memory_reset_peak(c->dev));
+    double t0 = now_ms();
+    attend_sliced(c, out, slices);
+    CHECK(bp_stream_synchronize(c->stream));
+    r.time_ms = now_ms() - t0;
+    bp_memory_stats after = {.struct_size = sizeof after};
+    CHECK(bp_memory_get_stats(c->dev, &after));
+    r.peak_scratch_mb = (double)(after.peak_allocated_bytes - before.allocated_bytes) / MB;
+    r.max_error = max_error(c, out);
+    bp_tensor_release(out);
+    return r;
+}
+
+static row run_region(run_ctx *c, const char *name, const char *hints) {
+    row r = {.scenario = name, .is_region = 1};
+    bp_tensor *out = new_output(c);
+    CHECK(bp_stream_synchronize(c->stream));
+    r.report.struct_size = sizeof r.report;
+    double t0 = now_ms();
+    CHECK(bp_region_begin(c->stream, hints));
+    attend_sliced(c, out, c->o.slices);
+    CHECK(bp_region_end(c->stream, &r.report));
+    CHECK(bp_stream_synchronize(c->stream));
+    r.time_ms = now_ms() - t0;
+    r.peak_scratch_mb = (double)r.report.peak_scratch_bytes / MB;
+    r.device_ms = r.report.device_ms;
+    r.max_error = max_error(c, out);
+    bp_tensor_release(out);
+    return r;
+}
+
+static void print_json(const row *rows, int n) {
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "scenario", rows[i].scenario);
+        cJSON_AddNumberToObject(o, "peak_scratch_mb", rows[i].peak_scratch_mb);
+        cJSON_AddNumberToObject(o, "time_ms", rows[i].time_ms);
+        /* JSON has no infinity: a NaN or infinite error is written as a large number. */
+        cJSON_AddNumberToObject(o, "max_error",
+                                isfinite(rows[i].max_error) ? rows[i].max_error : 1e308);
+        if (rows[i].is_region && rows[i].device_ms >= 0)
+            cJSON_AddNumberToObject(o, "device_ms", rows[i].device_ms);
+        cJSON_AddItemToArray(arr, o);
+    }
+    char *text = cJSON_Print(arr);
+    if (!text) {
+        fprintf(stderr, "sliced_attention: out of memory writing JSON\n");
+        exit(1);
+    }
+    printf("%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(arr);
+}
+
+int main(int argc, char **argv) {
+    run_ctx c = {0};
+    parse_args(argc, argv, &c.o);
+
+    bp_status st = c.o.device ? bp_device_open(c.o.device, &c.dev) : bp_device_default(&c.dev);
+    if (st != BP_OK) {
+        fprintf(stderr, "sliced_attention: cannot open device %s: %s: %s\n",
+                c.o.device ? c.o.device : "(default)", bp_status_str(st), bp_last_error());
+        return 2;
+    }
+    const char *missing;
+    if (!c.o.dtype_given) {
+        c.o.dtype = missing_kernel(c.dev, BP_DTYPE_BF16) ? BP_DTYPE_F32 : BP_DTYPE_BF16;
+    }
+    if ((missing = missing_kernel(c.dev, c.o.dtype))) {
+        fprintf(stderr, "sliced_attention: device %s has no %s kernel for %s\n",
+                bp_device_name(c.dev), missing, bp_dtype_name(c.o.dtype));
+        return 2;
+    }
+    CHECK(bp_stream_default(c.dev, &c.stream));
+    c.numel = (size_t)(c.o.b * c.o.h * c.o.s * c.o.d);
+
+    /* Inputs and the reference first: they are not scratch. */
+    c.q = random_input(&c, 1);
+    c.k = random_input(&c, 2);
+    c.v = random_input(&c, 3);
+    bp_tensor *ref = NULL;
+    CHECK(bp_sdpa(c.q, c.k, c.v, NULL, NULL, &ref));
+    c.ref = to_host_f32(&c, ref);
+    bp_tensor_release(ref);
+
+    row rows[5];
+    rows[0] = run_eager(&c, "naive_eager", 1);
+    rows[1] = run_eager(&c, "sliced_eager", c.o.slices);
+    rows[2] = run_region(&c, "sliced_bfs", NULL);
+    rows[3] = run_region(&c, "sliced_strict", "{\"order\":\"strict\",\"group_id\":0}");
+    double budget = c.o.budget_mb;
+    if (budget < 0) /* between the two schedules: the geometric mean of their peaks */
+        budget = sqrt((double)rows[2].report.predicted_peak_bytes *
+                      (double)rows[3].report.predicted_peak_bytes) / MB;
+    char hints[96];
+    snprintf(hints, sizeof hints, "{\"order\":\"auto\",\"mem_budget_mb\":%.6f}", budget);
+    rows[4] = run_region(&c, "sliced_auto", hints);
+
+    double tol = tolerance(c.o.dtype, c.o.s, c.o.d);
+    int bad = 0;
+    for (int i = 0; i < 5; i++)
+        bad += !(rows[i].max_error <= tol);
+
+    if (c.o.json) {
+        print_json(rows, 5);
+    } else {
+        printf("sliced attention on %s: shape B,H,S,D = %lld,%lld,%lld,%lld, %s, %lld slices "
+               "of %lld query rows\n", bp_device_name(c.dev), (long long)c.o.b,
+               (long long)c.o.h, (long long)c.o.s, (long long)c.o.d,
+               bp_dtype_name(c.o.dtype), (long long)c.o.slices,
+               (long long)(c.o.s / c.o.slices));
+        printf("%-14s %17s %10s %10s   %s\n", "scenario", "peak scratch MB", "time ms",
+               "max error", "schedule");
+        for (int i = 0; i < 5; i++) {
+            const row *r = &rows[i];
+            printf("%-14s %17.3f %10.1f %10.2e", r->scenario, r->peak_scratch_mb, r->time_ms,
+                   r->max_error);
+            if (r->is_region)
+                printf("   %s, width %d, %d stream%s", bp_schedule_order_name(r->report.policy),
+                       r->report.width, r->report.streams_used,
+                       r->report.streams_used == 1 ? "" : "s");
+            else
+                printf("   eager");
+            printf("\n");
+        }
+        double ratio = rows[3].peak_scratch_mb > 0
+                           ? rows[2].peak_scratch_mb / rows[3].peak_scratch_mb : 0;
+        printf("strict peak is %.1fx below bfs; auto budget %.3f MB; tolerance %.2e (%s)\n",
+               ratio, budget, tol, bad ? "EXCEEDED" : "all within");
+    }
+    if (bad)
+        fprintf(stderr, "sliced_attention: %d scenario(s) exceed the %s tolerance %.2e\n", bad,
+                bp_dtype_name(c.o.dtype), tol);
+
+    free(c.ref);
+    bp_tensor_release(c.q);
+    bp_tensor_release(c.k);
+    bp_tensor_release(c.v);
+    return bad ? 1 : 0;
+}
