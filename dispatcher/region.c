@@ -8,6 +8,30 @@
 
 static atomic_uint_least64_t next_serial = 1;
 
+/* Regions open now, linked through bp_region.next_open: bp_event_synchronize asks by
+ * serial, so an event never keeps a pointer to a stream that may be gone. */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static bp_region *open_regions;
+
+static void open_list_remove(bp_region *r) {
+    pthread_mutex_lock(&open_lock);
+    bp_region **p = &open_regions;
+    while (*p && *p != r)
+        p = &(*p)->next_open;
+    if (*p)
+        *p = r->next_open;
+    pthread_mutex_unlock(&open_lock);
+}
+
+bool bp_region_serial_open(uint64_t serial) {
+    bool open = false;
+    pthread_mutex_lock(&open_lock);
+    for (const bp_region *r = open_regions; r && !open; r = r->next_open)
+        open = r->serial == serial;
+    pthread_mutex_unlock(&open_lock);
+    return open;
+}
+
 /* ---- storages ---- */
 
 static int storage_index(bp_region *r, bp_storage *s) {
@@ -33,8 +57,7 @@ static bp_status storage_add(bp_region *r, bp_storage *s, bool deferred, int *ou
     }
     bp_storage_retain(s);
     r->storages[r->nstorages] = (bp_region_storage){.storage = s, .deferred = deferred,
-                                                    .first_use = -1, .last_use = -1,
-                                                    .alloc_stream = -1};
+                                                    .last_use = -1};
     *out_index = r->nstorages++;
     return BP_OK;
 }
@@ -102,13 +125,9 @@ void bp_region_storage_freed(bp_storage *storage) {
  * and the storage becomes ordinary. */
 static void deferred_resolve(bp_storage *s) {
     bp_deferred *d = s->deferred;
-    for (int i = 0; i < d->nviews; i++) {
-        bp_tensor *t = d->views[i];
-        t->desc.data = s->ptr && bp_tensor_numel(t) > 0
-                           ? (char *)s->ptr + t->offset * (int64_t)bp_dtype_size(t->dtype)
-                           : NULL;
-    }
-    s->deferred = NULL;
+    s->deferred = NULL; /* first: bp_tensor_data reads ordinary storage only */
+    for (int i = 0; i < d->nviews; i++)
+        d->views[i]->desc.data = bp_tensor_data(d->views[i]);
     deferred_free(d);
 }
 
@@ -274,8 +293,9 @@ static void region_free(bp_region *r, bool failed) {
     for (int i = 0; i < r->nstorages; i++) {
         bp_storage *s = r->storages[i].storage;
         if (s->deferred) {
-            if (failed || !s->ptr)
-                s->deferred->region = NULL; /* never got memory: stays unreadable */
+            /* Never got memory (a zero-byte storage needs none): stays unreadable. */
+            if (failed || (!s->ptr && s->bytes > 0))
+                s->deferred->region = NULL;
             else
                 deferred_resolve(s);
         }
@@ -304,6 +324,10 @@ bp_status bp_region_begin(bp_stream *stream, const char *hints_json) {
     }
     r->serial = atomic_fetch_add(&next_serial, 1);
     r->stream = stream;
+    pthread_mutex_lock(&open_lock);
+    r->next_open = open_regions;
+    open_regions = r;
+    pthread_mutex_unlock(&open_lock);
     stream->region = r;
     atomic_fetch_add(&stream->device->recording, 1);
     __atomic_fetch_add(&bp_dispatch_hooks, BP_HOOKS_REGION_UNIT, __ATOMIC_RELAXED);
@@ -328,6 +352,7 @@ bp_status bp_region_end(bp_stream *stream, bp_region_report *report) {
                           report->struct_size, sizeof(bp_region_report));
     /* The stream stops recording before anything runs: the executor issues to it. */
     stream->region = NULL;
+    open_list_remove(r);
     atomic_fetch_sub(&stream->device->recording, 1);
     __atomic_fetch_sub(&bp_dispatch_hooks, BP_HOOKS_REGION_UNIT, __ATOMIC_RELAXED);
 

@@ -37,7 +37,6 @@ static bp_status use_storage(bp_region_storage *rs, int si, bp_stream **streams)
             return bp_error_prefix(st, "bp_region_end");
         s->stream = streams[si];
         s->stream_id = streams[si]->id;
-        rs->alloc_stream = si;
         rs->streams_noted |= 1u << si;
         return BP_OK;
     }
@@ -97,10 +96,7 @@ bp_status bp_region_execute(bp_region *r, const bp_schedule *s, bp_region_report
     for (int pos = 0; pos < n; pos++) {
         const bp_region_node *node = &r->nodes[s->order[pos]];
         for (int i = 0; i < node->n_inputs + node->n_outputs; i++) {
-            bp_region_storage *rs = &r->storages[node->args[i].storage];
-            if (rs->first_use < 0)
-                rs->first_use = pos;
-            rs->last_use = pos;
+            r->storages[node->args[i].storage].last_use = pos;
         }
     }
     /* Nodes whose result another stream waits for get an event after them. */

@@ -17,9 +17,7 @@ typedef struct bp_region_storage {
     bp_storage *storage;
     bool deferred;
     bool user_held;   /* executor: some tensor header outside the region still uses it */
-    int first_use;    /* executor: positions in the schedule, -1 if unused */
-    int last_use;
-    int alloc_stream; /* executor: the stream index it was allocated on (or -1) */
+    int last_use;     /* executor: last position in the schedule, -1 if unused */
     uint32_t streams_noted; /* executor: stream indices already record_stream'ed */
 } bp_region_storage;
 
@@ -52,6 +50,7 @@ typedef struct bp_deferred {
 
 typedef struct bp_region {
     uint64_t serial;          /* first member: hal/event.c reads it through the pointer */
+    struct bp_region *next_open; /* the list bp_region_serial_open searches */
     bp_stream *stream;
     bp_hint_set *hints;
     bp_region_node *nodes;

@@ -77,7 +77,6 @@ bp_status bp_event_record(bp_event *event, bp_stream *stream) {
     atomic_store(&event->recorded, true);
     /* Read by bp_event_synchronize: waiting for an event inside an open region would
      * wait for work that has not been issued. */
-    event->region_stream = stream->region ? stream : NULL;
     event->region_serial = stream->region ? *(const uint64_t *)stream->region : 0;
     return BP_OK;
 }
@@ -94,12 +93,10 @@ bp_status bp_event_synchronize(bp_event *event) {
     bp_status st = bp_event_check(event, "bp_event_synchronize");
     if (st != BP_OK || !atomic_load(&event->recorded))
         return st;
-    bp_stream *rs = event->region_stream;
-    if (rs && atomic_load_explicit(&rs->magic, memory_order_relaxed) == BP_MAGIC_STREAM &&
-        rs->region && *(const uint64_t *)rs->region == event->region_serial)
+    if (event->region_serial && bp_region_serial_open(event->region_serial))
         return bp_set_error(BP_ERR_INVALID_STATE, "bp_event_synchronize: the event was recorded "
                             "on a stream of %s that is recording a region; end the region "
-                            "(bp_region_end) before waiting for it", rs->device->name);
+                            "(bp_region_end) before waiting for it", event->device->name);
     st = event->device->backend->desc->event->synchronize(event->handle);
     return st == BP_OK ? st : bp_error_prefix(st, event->device->name);
 }

@@ -119,7 +119,6 @@ struct bp_event {
     unsigned flags;
     atomic_bool recorded;
     /* Recorded on a stream while it recorded a region with this serial (0: not). */
-    bp_stream *region_stream;
     uint64_t region_serial;
 };
 
@@ -211,6 +210,9 @@ BP_INTERNAL void bp_region_storage_freed(bp_storage *storage);
 /* bp_stream_destroy: BP_ERR_INVALID_STATE while it records; else destroys its aux
  * streams. */
 BP_INTERNAL bp_status bp_region_stream_destroying(bp_stream *stream);
+/* bp_event_synchronize: whether the region with this serial (from bp_event_record) is
+ * still open. */
+BP_INTERNAL bool bp_region_serial_open(uint64_t serial);
 
 /* The tensor whose desc member `desc` is (a descriptor from bp_tensor_kernel_desc). */
 static inline bp_tensor *bp_tensor_of_desc(const bp_tensor_desc *desc) {

@@ -108,10 +108,7 @@ static bp_status check_shape(const char *fn, int ndim, const int64_t *shape, int
 static void describe(const bp_tensor *tensor, bp_tensor_desc *desc) {
     memset(desc, 0, sizeof *desc);
     /* Deferred storage has no memory yet: NULL until its region's executor assigns it. */
-    desc->data = tensor->storage->ptr && numel_of(tensor->ndim, tensor->shape) > 0
-                     ? (char *)tensor->storage->ptr +
-                           tensor->offset * (int64_t)bp_dtype_size(tensor->dtype)
-                     : NULL;
+    desc->data = tensor->storage->deferred ? NULL : bp_tensor_data(tensor);
     desc->dtype = tensor->dtype;
     desc->ndim = tensor->ndim;
     for (int d = 0; d < tensor->ndim; d++) {

@@ -263,8 +263,12 @@ bp_status bp_schedule_plan(bp_region *r, const bp_hint_values *hv, bp_schedule *
         make_order(&c, width, s->order);
         st = simulate_peak(r, s->order, &s->predicted_peak);
     } else if (st == BP_OK) { /* auto */
-        uint64_t budget = hv->has_mem_budget ? (uint64_t)(hv->mem_budget_mb * 1048576.0)
-                                             : UINT64_MAX;
+        /* The hint is any finite number >= 0: clamp before converting (a double past
+         * 2^64 does not convert to uint64_t). */
+        double budget_bytes = hv->mem_budget_mb * 1048576.0;
+        uint64_t budget = !hv->has_mem_budget || budget_bytes >= 18446744073709551616.0
+                              ? UINT64_MAX
+                              : (uint64_t)budget_bytes;
         uint64_t best_peak = UINT64_MAX;
         int best_k = 0;
         bool found = false;

@@ -278,6 +278,26 @@ static void test_deferred_tensors(void **state) {
     bp_tensor_release(view);
 }
 
+/* A deferred tensor with no elements needs no memory: after its region ended it is an
+ * ordinary tensor, usable in the next region and eagerly. */
+static void test_empty_deferred_tensor_outlives_its_region(void **state) {
+    (void)state;
+    int64_t shape[2] = {0, 8};
+    bp_tensor *a = NULL, *b = NULL;
+    BP_ASSERT_OK(bp_region_begin(fx.stream, NULL));
+    BP_ASSERT_OK(bp_tensor_empty(fx.cpu, BP_DTYPE_F32, 2, shape, &a));
+    BP_ASSERT_OK(bp_region_end(fx.stream, NULL));
+    BP_ASSERT_OK(bp_region_begin(fx.stream, NULL));
+    BP_ASSERT_OK(bp_scale(a, 2.0, &b));
+    BP_ASSERT_OK(bp_region_end(fx.stream, NULL));
+    assert_int_equal(bp_tensor_numel(b), 0);
+    bp_tensor *c = NULL;
+    BP_ASSERT_OK(bp_add(a, b, &c));
+    bp_tensor_release(a);
+    bp_tensor_release(b);
+    bp_tensor_release(c);
+}
+
 static void test_begin_end_errors(void **state) {
     (void)state;
     BP_ASSERT_ERR(bp_region_end(fx.stream, NULL), BP_ERR_INVALID_STATE, "no region is open");
@@ -405,6 +425,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_hint_scopes_apply_to_regions, close_all),
         cmocka_unit_test_teardown(test_report_lists_hints_honoured_and_ignored, close_all),
         cmocka_unit_test_teardown(test_deferred_tensors, close_all),
+        cmocka_unit_test_teardown(test_empty_deferred_tensor_outlives_its_region, close_all),
         cmocka_unit_test_teardown(test_begin_end_errors, close_all),
         cmocka_unit_test_teardown(test_malformed_hints, close_all),
         cmocka_unit_test_teardown(test_budget_no_schedule_meets, close_all),
