@@ -38,6 +38,9 @@ BP_INTERNAL void bp_dispatcher_drop_backend(const char *backend_name);
 BP_INTERNAL bp_status bp_host_register_kernel(const char *backend_name, const char *op_name,
                                               bp_dtype dtype, bp_kernel_fn fn,
                                               void *kernel_data, int32_t priority);
+/* The host->reference_dtypes and host->run_reference_kernel entries (ops/reference.c). */
+BP_INTERNAL uint32_t bp_host_reference_dtypes(const char *op_name);
+BP_INTERNAL bp_status bp_host_run_reference_kernel(const bp_kernel_call *call);
 /* bp_op_define without the registry initialisation, for the built-in ops, which are
  * defined during it. */
 BP_INTERNAL bp_status bp_op_define_builtin(const char *name, size_t attrs_size,

@@ -83,6 +83,40 @@ static bp_status launch_node(bp_region *r, const bp_region_node *n, bp_stream *s
     return st;
 }
 
+/* A device with BP_CAP_REGIONS takes the whole region: the backend captures what the
+ * executor issues between begin and end, then compiles and launches it as one. */
+static bp_status capture_begin(bp_region *r, const bp_schedule *s, bp_stream **streams,
+                               int nstreams, void **out_capture) {
+    *out_capture = NULL;
+    bp_device *device = r->stream->device;
+    const bp_region_vtable *vt = device->backend->desc->region;
+    if (!vt || !(device->props.capabilities & BP_CAP_REGIONS))
+        return BP_OK;
+    void *handles[BP_REGION_MAX_STREAMS];
+    for (int i = 0; i < nstreams; i++)
+        handles[i] = streams[i]->handle;
+    bp_hint_values hv = {.struct_size = sizeof hv};
+    bp_status st = bp_hint_set_values(r->hints, &hv);
+    if (st != BP_OK)
+        return st;
+    bp_region_info info = {
+        .struct_size = sizeof info,
+        .order = (int32_t)s->policy,
+        .width = s->width,
+        .nodes = r->nnodes,
+        .has_group_id = hv.has_group_id,
+        .group_id = hv.group_id,
+        .nstreams = nstreams,
+        .streams = handles,
+    };
+    st = vt->begin(device->handle, &info, out_capture);
+    if (st != BP_OK) {
+        *out_capture = NULL;
+        return bp_error_prefix(st, "bp_region_end: the backend's region begin");
+    }
+    return BP_OK;
+}
+
 bp_status bp_region_execute(bp_region *r, const bp_schedule *s, bp_region_report *report) {
     bp_stream *main = r->stream;
     bp_device *device = main->device;
@@ -135,6 +169,9 @@ bp_status bp_region_execute(bp_region *r, const bp_schedule *s, bp_region_report
         st = bp_memory_reset_peak(device);
     if (st == BP_OK)
         st = bp_memory_get_stats(device, &before);
+    void *capture = NULL;
+    if (st == BP_OK)
+        st = capture_begin(r, s, streams, nstreams, &capture);
 
     for (int pos = 0; pos < n && st == BP_OK; pos++) {
         int j = s->order[pos];
@@ -178,6 +215,16 @@ bp_status bp_region_execute(bp_region *r, const bp_schedule *s, bp_region_report
             st = bp_stream_wait_event(main, join);
         bp_event_destroy(join);
     }
+    if (capture) {
+        const bp_region_vtable *vt = device->backend->desc->region;
+        if (st == BP_OK) {
+            st = vt->end(capture);
+            if (st != BP_OK)
+                st = bp_error_prefix(st, "bp_region_end: the backend's region end");
+        } else {
+            vt->abort(capture);
+        }
+    }
     float ms = -1.0f;
     if (st == BP_OK && timed) {
         st = bp_event_record(t1, main);
@@ -192,6 +239,7 @@ bp_status bp_region_execute(bp_region *r, const bp_schedule *s, bp_region_report
                                          : 0;
         report->device_ms = timed ? (double)ms : -1.0;
         report->streams_used = nstreams;
+        report->backend_compiled = capture != NULL;
     }
     for (int j = 0; j < n; j++)
         bp_event_destroy(events[j]);

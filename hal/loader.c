@@ -249,10 +249,17 @@ static bp_status check_descriptor(const bp_plugin_descriptor *d, bool builtin, c
         REQUIRE_TABLE(guard, BP_GUARD_VTABLE_SIZE_1_0);
         REQUIRE_FN(guard, set_current);
     }
-    /* A newer minor may define the region vtable; this host just ignores it then. */
-    if (d->abi_minor == 0 && d->region)
+    /* The region slot was reserved (NULL) before ABI 1.3. */
+    if (d->region && d->abi_minor < 3)
         return fail(why, n, BP_ERR_INVALID_ARGUMENT,
-                    "region vtable must be NULL in ABI %d.0 (reserved)", BP_PLUGIN_ABI_MAJOR);
+                    "region vtable must be NULL in ABI %d.%u (it was defined in %d.3)",
+                    BP_PLUGIN_ABI_MAJOR, d->abi_minor, BP_PLUGIN_ABI_MAJOR);
+    if (d->region) {
+        REQUIRE_TABLE(region, BP_REGION_VTABLE_SIZE_1_3);
+        REQUIRE_FN(region, begin);
+        REQUIRE_FN(region, end);
+        REQUIRE_FN(region, abort);
+    }
     return BP_OK;
 }
 

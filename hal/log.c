@@ -78,6 +78,8 @@ static const bp_host_services host_services = {
     .set_error = host_set_error,
     .log = host_log,
     .register_kernel = bp_host_register_kernel,
+    .reference_dtypes = bp_host_reference_dtypes,
+    .run_reference_kernel = bp_host_run_reference_kernel,
 };
 
 const bp_host_services *bp_host_services_table(void) { return &host_services; }

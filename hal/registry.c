@@ -83,6 +83,12 @@ static bp_device *make_device(bp_backend *backend, int index) {
         free(device);
         return NULL;
     }
+    if ((device->props.capabilities & BP_CAP_REGIONS) && !backend->desc->region) {
+        bp_log(BP_LOG_ERROR, "registry",
+               "%s:%d reports BP_CAP_REGIONS but the plugin has no region vtable; the "
+               "core executor runs its regions", backend->name, index);
+        device->props.capabilities &= ~(uint32_t)BP_CAP_REGIONS;
+    }
     device->backend = backend;
     device->index = index;
     snprintf(device->name, sizeof device->name, "%s:%d", backend->name, index);

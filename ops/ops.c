@@ -1,4 +1,6 @@
 /* The built-in ops and the registration of their cpu kernels. */
+#include <string.h>
+
 #include "ops_internal.h"
 
 static const struct {
@@ -19,10 +21,18 @@ void bp_ops_define_builtins(void) {
     }
 }
 
+bp_op_id bp_ops_builtin_id(const char *name) {
+    for (int i = 0; name && i < BP_OP_BUILTIN_COUNT; i++)
+        if (strcmp(builtin_ops[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
 void bp_ops_register_cpu_kernels(int cpu_type_slot) {
     (void)cpu_type_slot;
     for (int i = 0; i < bp_cpu_kernel_count; i++) {
         const bp_cpu_kernel_entry *k = &bp_cpu_kernel_table[i];
+        bp_ops_reference_add(bp_ops_builtin_id(k->op), k->dtype, k->fn);
         if (bp_host_register_kernel("cpu", k->op, k->dtype, bp_cpu_launch, (void *)k->fn, 0) != BP_OK)
             bp_log(BP_LOG_ERROR, "ops", "registering cpu kernel %s/%s failed: %s", k->op,
                    bp_dtype_name(k->dtype), bp_last_error());

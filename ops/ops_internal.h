@@ -102,6 +102,10 @@ extern BP_INTERNAL const int bp_cpu_kernel_count;
 extern BP_INTERNAL const int bp_cpu_kernels_selective;
 
 BP_INTERNAL void bp_ops_register_cpu_kernels(int cpu_type_slot);
+/* The reference kernels offered to plugins (ops/reference.c): filled by
+ * bp_ops_register_cpu_kernels before any plugin loads. */
+BP_INTERNAL bp_op_id bp_ops_builtin_id(const char *name); /* -1 when not built in */
+BP_INTERNAL void bp_ops_reference_add(bp_op_id op, bp_dtype dtype, bp_host_kernel_fn fn);
 /* The registered cpu kernel: enqueues kernel_data (a bp_host_kernel_fn) on the stream. */
 BP_INTERNAL bp_status bp_cpu_launch(const bp_kernel_call *call);
 

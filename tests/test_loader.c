@@ -182,6 +182,11 @@ static const broken_case broken_cases[] = {
      BP_ERR_INVALID_ARGUMENT,
      {"not a shared library", "libbp_bogus.so", NULL}},
     {"reserved_name", "libbp_cpu.so", BP_ERR_INVALID_ARGUMENT, {"reserved", "'cpu'", NULL}},
+    {"region_old_abi",
+     "libbp_regionold.so",
+     BP_ERR_INVALID_ARGUMENT,
+     {"region vtable must be NULL in ABI 1.2", "defined in 1.3", NULL}},
+    {"region_no_end", "libbp_regionnoend.so", BP_ERR_INVALID_ARGUMENT, {"region->end", NULL}},
 };
 
 static void check_broken_skipped(const broken_case *c) {
@@ -237,24 +242,13 @@ static void child_all_together(void *arg) {
 }
 
 static void test_broken_and_good_together(void **state) {
-    const char *env[] =
-        {"BP_PLUGIN_PATH=" PLUGIN_DIR("wrong_abi") ":" PLUGIN_DIR("no_symbol") ":" PLUGIN_DIR("bad_"
-                                                                                              "ini"
-                                                                                              "t") ":" PLUGIN_DIR(
-             "old_header") ":" PLUGIN_DIR("good") ":" PLUGIN_DIR("not_a_library") ":" PLUGIN_DIR("r"
-                                                                                                 "e"
-                                                                                                 "s"
-                                                                                                 "e"
-                                                                                                 "r"
-                                                                                                 "v"
-                                                                                                 "e"
-                                                                                                 "d"
-                                                                                                 "_"
-                                                                                                 "n"
-                                                                                                 "a"
-                                                                                                 "m"
-                                                                                                 "e"),
-         NULL};
+    char path[4096];
+    int len = snprintf(path, sizeof path, "BP_PLUGIN_PATH=%s", PLUGIN_DIR("good"));
+    for (size_t k = 0; k < sizeof broken_cases / sizeof broken_cases[0]; k++)
+        len += snprintf(path + len, sizeof path - (size_t)len, ":%s/%s", BP_TEST_PLUGIN_DIR,
+                        broken_cases[k].dir);
+    assert_true(len < (int)sizeof path);
+    const char *env[] = {path, NULL};
     run_in_child(child_all_together, NULL, env);
 }
 
@@ -569,10 +563,11 @@ static void child_unknown_defect(void *arg) {
     check_counts_consistent();
 }
 
-static void child_abi_1_2(void *arg) {
+static void child_current_abi(void *arg) {
     bp_plugin_info info;
     CHILD_CHECK(find_by_name("broken", BP_PLUGIN_LOADED, &info) > 0);
-    CHILD_CHECK(info.abi_major == 1 && info.abi_minor == 2 && info.device_count == 2);
+    CHILD_CHECK(info.abi_major == BP_PLUGIN_ABI_MAJOR && info.abi_minor == BP_PLUGIN_ABI_MINOR &&
+                info.device_count == 2);
     check_device_works("broken:0");
 }
 
@@ -581,7 +576,7 @@ static void test_broken_plugin_defect_names(void **state) {
                          NULL};
     run_in_child(child_unknown_defect, NULL, bad);
     const char *none[] = {"BP_PLUGIN_PATH=" PLUGIN_DIR("broken"), "BP_BROKEN_DEFECT=", NULL};
-    run_in_child(child_abi_1_2, NULL, none);
+    run_in_child(child_current_abi, NULL, none);
 }
 
 static void test_explicit_load(void **state) {

@@ -27,6 +27,7 @@
 #include <backplane/device.h>
 #include <backplane/dtype.h>
 #include <backplane/export.h>
+#include <backplane/hints.h>
 #include <backplane/op_attrs.h>
 #include <backplane/status.h>
 
@@ -35,7 +36,7 @@ extern "C" {
 #endif
 
 #define BP_PLUGIN_ABI_MAJOR 1
-#define BP_PLUGIN_ABI_MINOR 2
+#define BP_PLUGIN_ABI_MINOR 3
 /** Oldest minor version of the current major that this host can drive. */
 #define BP_PLUGIN_ABI_MINOR_REQUIRED 0
 
@@ -108,6 +109,20 @@ typedef struct bp_host_services {
      *  priority is an error. Errors: unknown op, bad dtype, unknown or unloaded backend. */
     bp_status (*register_kernel)(const char *backend_name, const char *op_name, bp_dtype dtype,
                                  bp_kernel_fn fn, void *kernel_data, int32_t priority);
+    /* ABI 1.3 */
+    /** BP_DTYPE_BIT() mask of the dtypes for which the host has a reference kernel of
+     *  op `op_name` (0 for an unknown op or none). */
+    uint32_t (*reference_dtypes)(const char *op_name);
+    /** Runs the host's reference kernel of call->op for call->dtype synchronously, on
+     *  the calling thread (and the host's worker pool for large work), reading and
+     *  writing the descriptors' data as host memory. For a backend whose device memory
+     *  is host-addressable (a simulator, a CPU-class device) that wants the host's
+     *  results without writing its own kernels; call it from the backend's own worker,
+     *  never from inside dispatch on the user's thread if the work must be ordered on
+     *  a stream. Only call->op, dtype, n_inputs, n_outputs, inputs, outputs and attrs
+     *  are read. BP_ERR_UNSUPPORTED (with set_error) when the host has no reference
+     *  kernel for the pair. */
+    bp_status (*run_reference_kernel)(const bp_kernel_call *call);
 } bp_host_services;
 
 /** What the backend reports about one of its devices (host fills struct_size). */
@@ -221,8 +236,39 @@ typedef struct bp_guard_vtable {
     bp_status (*get_current)(void *backend, int *out_index);
 } bp_guard_vtable;
 
-/** Reserved for region execution (the context-hints work); must be NULL in ABI 1.0. */
-struct bp_region_vtable;
+/** A region the core is about to issue to a backend that takes whole regions (ABI 1.3).
+ *  The core has already recorded and ordered the region (docs/hints.md): `order` and
+ *  `width` say how; it then issues the nodes' kernels, event records, stream waits,
+ *  allocations and frees in that order, exactly as it would without capture, on
+ *  `streams` (streams[0] is the region's stream, the others are extra streams of the
+ *  same device for bfs widths). */
+typedef struct bp_region_info {
+    uint32_t struct_size;
+    int32_t order;           /**< the bp_schedule_order the core used (never UNSET) */
+    int32_t width;           /**< chains the schedule runs at once (1 for strict/dfs) */
+    int32_t nodes;           /**< kernel launches that will follow */
+    int32_t has_group_id;    /**< 1 when the `group_id` hint is set */
+    int64_t group_id;        /**< the `group_id` hint */
+    int32_t nstreams;
+    void *const *streams;    /**< nstreams backend stream handles */
+} bp_region_info;
+
+/** Whole-region execution, like CUDA stream capture: between begin and end, what the
+ *  core issues on info->streams is captured, not run; end compiles the captured work
+ *  (the backend's own scheduler over its engines, honouring info->order) and launches
+ *  it on streams[0]. After end, later work on streams[0] sees all of the region, and
+ *  every event recorded during the capture completes when the region's work does.
+ *  Waits on events recorded outside the capture must be honoured by the launch.
+ *  Required (all three) when a device reports BP_CAP_REGIONS. */
+typedef struct bp_region_vtable {
+    uint32_t struct_size;
+    /** Starts capturing on info->streams of `device` (info valid during the call). */
+    bp_status (*begin)(void *device, const bp_region_info *info, void **out_region);
+    /** Stops capturing, compiles and launches; frees the region handle, even on error. */
+    bp_status (*end)(void *region);
+    /** Stops capturing and discards what was captured (the core hit an error). */
+    void (*abort)(void *region);
+} bp_region_vtable;
 
 /** What bp_plugin_entry returns: static data that lives as long as the library. */
 typedef struct bp_plugin_descriptor {
@@ -243,7 +289,9 @@ typedef struct bp_plugin_descriptor {
     const bp_event_vtable *event;
     const bp_memory_vtable *memory;
     const bp_guard_vtable *guard;          /**< optional */
-    const struct bp_region_vtable *region; /**< reserved: NULL */
+    /** ABI 1.3: whole-region execution, or NULL (the core executor then runs regions
+     *  with the streams, events and kernels above). Must be NULL with abi_minor < 3. */
+    const bp_region_vtable *region;
 } bp_plugin_descriptor;
 
 /** Bytes a struct needs to hold `field` and everything before it. */
@@ -257,6 +305,8 @@ typedef struct bp_plugin_descriptor {
 #define BP_EVENT_VTABLE_SIZE_1_0 BP_STRUCT_END(bp_event_vtable, elapsed_ms)
 #define BP_MEMORY_VTABLE_SIZE_1_0 BP_STRUCT_END(bp_memory_vtable, memset_async)
 #define BP_GUARD_VTABLE_SIZE_1_0 BP_STRUCT_END(bp_guard_vtable, set_current)
+/** Size of the first bp_region_vtable (ABI 1.3). */
+#define BP_REGION_VTABLE_SIZE_1_3 BP_STRUCT_END(bp_region_vtable, abort)
 
 /** Longest device type name a descriptor may have. */
 #define BP_PLUGIN_NAME_MAX 31

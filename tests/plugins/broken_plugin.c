@@ -6,6 +6,8 @@
  *   BROKEN_OLD_HEADER     descriptor smaller than ABI 1.0 requires
  *   BROKEN_RESERVED_NAME  calls itself "cpu"
  *   NO_DEVICES            valid, but finds no hardware (count 0 with a reason)
+ *   BROKEN_REGION_OLD_ABI a region vtable in a plugin declaring ABI 1.2 (before regions)
+ *   BROKEN_REGION_NO_END  a region vtable without its end function
  * Everything else is a valid stub, so each fails for exactly its one reason. */
 #include <stddef.h>
 
@@ -23,6 +25,10 @@
 #define PLUGIN_NAME "cpu"
 #elif defined(NO_DEVICES)
 #define PLUGIN_NAME "nodev"
+#elif defined(BROKEN_REGION_OLD_ABI)
+#define PLUGIN_NAME "regionold"
+#elif defined(BROKEN_REGION_NO_END)
+#define PLUGIN_NAME "regionnoend"
 #else
 #error "define one of the cases listed at the top"
 #endif
@@ -118,6 +124,30 @@ static const bp_memory_vtable memory_vtable = {
     .memset_async = stub_memset,
 };
 
+#if defined(BROKEN_REGION_OLD_ABI) || defined(BROKEN_REGION_NO_END)
+static bp_status stub_region_begin(void *device, const bp_region_info *info, void **out) {
+    (void)device, (void)info;
+    *out = &backend_state;
+    return BP_OK;
+}
+#ifndef BROKEN_REGION_NO_END
+static bp_status stub_region_end(void *region) {
+    (void)region;
+    return BP_OK;
+}
+#endif
+static void stub_region_abort(void *region) { (void)region; }
+
+static const bp_region_vtable region_vtable = {
+    .struct_size = sizeof(bp_region_vtable),
+    .begin = stub_region_begin,
+#ifndef BROKEN_REGION_NO_END
+    .end = stub_region_end,
+#endif
+    .abort = stub_region_abort,
+};
+#endif
+
 static const bp_plugin_descriptor descriptor = {
 #ifdef BROKEN_OLD_HEADER
     /* As if built before the guard and region fields were added. */
@@ -125,9 +155,12 @@ static const bp_plugin_descriptor descriptor = {
 #else
     .struct_size = sizeof(bp_plugin_descriptor),
 #endif
-#ifdef BROKEN_WRONG_ABI
+#if defined(BROKEN_WRONG_ABI)
     .abi_major = BP_PLUGIN_ABI_MAJOR + 1,
     .abi_minor = 0,
+#elif defined(BROKEN_REGION_OLD_ABI)
+    .abi_major = BP_PLUGIN_ABI_MAJOR,
+    .abi_minor = 2,
 #else
     .abi_major = BP_PLUGIN_ABI_MAJOR,
     .abi_minor = BP_PLUGIN_ABI_MINOR,
@@ -139,6 +172,9 @@ static const bp_plugin_descriptor descriptor = {
     .stream = &stream_vtable,
     .event = &event_vtable,
     .memory = &memory_vtable,
+#if defined(BROKEN_REGION_OLD_ABI) || defined(BROKEN_REGION_NO_END)
+    .region = &region_vtable,
+#endif
 };
 
 #ifdef BROKEN_NO_SYMBOL
