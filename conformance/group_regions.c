@@ -180,6 +180,10 @@ static void expect_report(const char *policy, const bp_region_report *r,
                  (unsigned long long)r->peak_scratch_bytes);
     if (r->hint_count < 0 || r->hint_count > BP_REGION_MAX_HINTS)
         fail_msg("%s: hint_count %d out of range", policy, r->hint_count);
+    int capable = (bp_conf.props.capabilities & BP_CAP_REGIONS) != 0;
+    if (r->backend_compiled != capable)
+        fail_msg("%s: report says backend_compiled %d, but the device %s BP_CAP_REGIONS",
+                 policy, r->backend_compiled, capable ? "reports" : "does not report");
 }
 
 static void test_policies_agree(void **state) {
@@ -294,7 +298,8 @@ static void test_errors(void **state) {
 static const bp_conf_test regions_tests[] = {
     {"policies_agree_f32", test_policies_agree,
      "sliced attention in regions (bfs, strict, dfs, auto under a budget) equals eager within "
-     "tolerance; reports are sane, strict's peak <= bfs's, auto fits its budget",
+     "tolerance; reports are sane (a BP_CAP_REGIONS device compiled them), strict's peak "
+     "<= bfs's, auto fits its budget",
      (void *)(intptr_t)BP_DTYPE_F32},
     {"policies_agree_f16", test_policies_agree, "the same in f16",
      (void *)(intptr_t)BP_DTYPE_F16},

@@ -27,6 +27,11 @@ bp_conformance_test(conformance_cpu EXIT 0 ARGS --device cpu --junit JUNIT)
 # A correct plugin that lacks most kernels passes too: what it lacks is skipped.
 bp_conformance_test(conformance_broken EXIT 0 ARGS --device broken --plugin ${bp_broken_plugin} --junit JUNIT)
 
+# The hpu simulator (backends/hpu), a plugin that compiles whole regions itself: the
+# whole suite, regions group included, with a 2 GiB arena.
+bp_conformance_test(conformance_hpu EXIT 0 ARGS --device hpu --junit JUNIT)
+set_property(TEST conformance_hpu APPEND PROPERTY ENVIRONMENT "BP_HPU_MEMORY_MB=2048")
+
 # Each seeded defect: the run fails (exit 1) and the named test is among the failures.
 # bp_conformance_defect(<defect> <group> <test> [<regex of the failure detail>] [extra args])
 function(bp_conformance_defect defect group test detail)
