@@ -217,6 +217,7 @@ bp_status bp_region_execute(bp_region *r, const bp_schedule *s, bp_region_report
     }
     if (capture) {
         const bp_region_vtable *vt = device->backend->desc->region;
+        r->backend_compiled = st == BP_OK;
         if (st == BP_OK) {
             st = vt->end(capture);
             if (st != BP_OK)
@@ -239,7 +240,7 @@ bp_status bp_region_execute(bp_region *r, const bp_schedule *s, bp_region_report
                                          : 0;
         report->device_ms = timed ? (double)ms : -1.0;
         report->streams_used = nstreams;
-        report->backend_compiled = capture != NULL;
+        report->backend_compiled = r->backend_compiled;
     }
     for (int j = 0; j < n; j++)
         bp_event_destroy(events[j]);

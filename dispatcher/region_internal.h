@@ -57,6 +57,7 @@ typedef struct bp_region {
     int nnodes, cap_nodes;
     bp_region_storage *storages;
     int nstorages, cap_storages;
+    bool backend_compiled;    /* executor: the device took the whole region (BP_CAP_REGIONS) */
 } bp_region;
 
 /* The schedule a policy made (hints/schedule.c). */

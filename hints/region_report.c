@@ -5,8 +5,9 @@
 
 #include "region_internal.h"
 
-static void mark(bp_hint_item *item, const bp_schedule *s) {
+static void mark(bp_hint_item *item, const bp_schedule *s, const bp_region *r) {
     bool program_order = s->policy == BP_ORDER_STRICT || s->policy == BP_ORDER_DFS;
+    const char *backend = r->stream->device->backend->name;
     switch (item->kind) {
     case BP_HINT_KEY_ORDER:
     case BP_HINT_KEY_SCHEDULE_POLICY:
@@ -15,11 +16,19 @@ static void mark(bp_hint_item *item, const bp_schedule *s) {
                           s->chains == 1 ? "" : "s", s->width);
         break;
     case BP_HINT_KEY_GROUP_ID:
-        bp_hint_item_mark(item, BP_HINT_IGNORED, "the core executor schedules each region as "
-                          "one group; group_id is for graph backends");
+        if (r->backend_compiled)
+            bp_hint_item_mark(item, BP_HINT_IGNORED, "given to the %s region compiler, which "
+                              "compiles each region as one group", backend);
+        else
+            bp_hint_item_mark(item, BP_HINT_IGNORED, "the core executor schedules each region "
+                              "as one group; group_id is for graph backends");
         break;
     case BP_HINT_KEY_MAX_PARALLEL:
-        if (program_order)
+        if (r->backend_compiled)
+            bp_hint_item_mark(item, BP_HINT_IGNORED, "the %s region compiler schedules the "
+                              "captured work over its own engines; streams do not limit it",
+                              backend);
+        else if (program_order)
             bp_hint_item_mark(item, BP_HINT_IGNORED, "order %s runs on the region's stream only",
                               bp_schedule_order_name(s->policy));
         else
@@ -45,7 +54,7 @@ static void mark(bp_hint_item *item, const bp_schedule *s) {
 void bp_region_report_fill(bp_region *r, const bp_schedule *s, bp_region_report *report) {
     bp_hint_set *set = r->hints;
     for (int i = 0; set && i < set->count; i++)
-        mark(&set->items[i], s);
+        mark(&set->items[i], s, r);
     if (!report)
         return;
     report->nodes = r->nnodes;

@@ -1,8 +1,10 @@
 /* sliced_attention: the main job of the hints issue, and what `make demo` runs.
  *
- * Attention over query slices, as in the seed: for each slice of `slices` along the
- * sequence, scores = q_i k^T, scaled by 1/sqrt(D), softmax, @ v into the matching rows
- * of the output. Five scenarios run the same maths and are checked against the fused
+ * Sliced attention, as in the seed: for each slice, scores = q_i k_i^T, scaled by
+ * 1/sqrt(D), softmax, @ v_i into the slice's part of the output. A slice is, by
+ * default, a group of batch x head pairs (--slice-by heads, the seed's slicing: one
+ * slice per batch x head), or a group of query rows of every head (--slice-by rows:
+ * every slice then reads all of k and v). Five scenarios run the same maths and are checked against the fused
  * bp_sdpa op:
  *
  *   naive_eager    one slice: the whole [B, H, S, S] score matrix, eagerly
@@ -74,6 +76,7 @@ typedef struct options {
     bp_dtype dtype;
     int dtype_given;
     int64_t slices; /* 0: default */
+    int by_rows;    /* --slice-by rows */
     double budget_mb; /* < 0: default */
     int json;
 } options;
@@ -81,7 +84,8 @@ typedef struct options {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: sliced_attention [--device NAME] [--shape B,H,S,D] [--dtype f32|f16|bf16]\n"
-            "                        [--slices N] [--budget MB] [--json] [--help]\n"
+            "                        [--slices N] [--slice-by heads|rows] [--budget MB]\n"
+            "                        [--json] [--help]\n"
             "\n"
             "Runs sliced attention five ways (naive_eager, sliced_eager, sliced_bfs,\n"
             "sliced_strict, sliced_auto), checks each against the fused sdpa op and prints\n"
@@ -89,13 +93,15 @@ static void usage(FILE *f) {
             "\n"
             "  --device NAME   device to run on (default: the process default device,\n"
             "                  BP_DEVICE or cpu)\n"
-            "  --shape B,H,S,D batch, heads, sequence, head size (default 1,8,1024,64;\n"
+            "  --shape B,H,S,D batch, heads, sequence, head size (default 1,32,512,64;\n"
             "                  the seed's shape is 8,32,2048,128)\n"
             "  --dtype T       f32, f16 or bf16 (default: bf16 when the device has bf16\n"
             "                  kernels for the ops used, else f32)\n"
-            "  --slices N      query slices; must divide S (default: S/8, i.e. 8 query rows\n"
-            "                  per slice as the seed's 256 slices at S=2048; when 8 does not\n"
-            "                  divide S, the largest divisor of S not above S/8, at least 1)\n"
+            "  --slices N      number of slices; must divide B*H (by heads) or S (by rows)\n"
+            "                  (default: B*H by heads, one per batch x head as the seed's 256\n"
+            "                  at its shape; S/8 by rows, or the largest divisor of S below)\n"
+            "  --slice-by W    heads (default: slices of batch x head pairs) or rows\n"
+            "                  (slices of query rows of every head)\n"
             "  --budget MB     mem_budget_mb of the auto scenario (default: the geometric\n"
             "                  mean of the strict and bfs regions' predicted peaks)\n"
             "  --json          print only a JSON array of {scenario, peak_scratch_mb,\n"
@@ -143,7 +149,7 @@ static void parse_shape(const char *text, options *o) {
 }
 
 static void parse_args(int argc, char **argv, options *o) {
-    *o = (options){.b = 1, .h = 8, .s = 1024, .d = 64, .dtype = BP_DTYPE_F32,
+    *o = (options){.b = 1, .h = 32, .s = 512, .d = 64, .dtype = BP_DTYPE_F32,
                    .budget_mb = -1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -157,7 +163,7 @@ static void parse_args(int argc, char **argv, options *o) {
         }
         int takes_value = !strcmp(a, "--device") || !strcmp(a, "--shape") ||
                           !strcmp(a, "--dtype") || !strcmp(a, "--slices") ||
-                          !strcmp(a, "--budget");
+                          !strcmp(a, "--slice-by") || !strcmp(a, "--budget");
         if (!takes_value)
             bad_args("unknown argument '%s'", a);
         if (i + 1 >= argc)
@@ -177,6 +183,10 @@ static void parse_args(int argc, char **argv, options *o) {
             else
                 bad_args("unknown dtype '%s'; valid: f32, f16, bf16", v);
             o->dtype_given = 1;
+        } else if (!strcmp(a, "--slice-by")) {
+            if (strcmp(v, "heads") && strcmp(v, "rows"))
+                bad_args("--slice-by must be heads or rows, got '%s'", v);
+            o->by_rows = !strcmp(v, "rows");
         } else if (!strcmp(a, "--slices")) {
             o->slices = parse_positive(v, "--slices");
         } else {
@@ -188,15 +198,16 @@ static void parse_args(int argc, char **argv, options *o) {
             o->budget_mb = mb;
         }
     }
+    int64_t extent = o->by_rows ? o->s : o->b * o->h;
     if (o->slices == 0) {
-        int64_t want = o->s / 8 > 1 ? o->s / 8 : 1;
-        while (o->s % want)
+        int64_t want = o->by_rows ? (o->s / 8 > 1 ? o->s / 8 : 1) : extent;
+        while (extent % want)
             want--;
         o->slices = want;
     }
-    if (o->s % o->slices)
-        bad_args("--slices %lld does not divide S = %lld", (long long)o->slices,
-                 (long long)o->s);
+    if (extent % o->slices)
+        bad_args("--slices %lld does not divide %s = %lld", (long long)o->slices,
+                 o->by_rows ? "S" : "B*H", (long long)extent);
 }
 
 /* The ops the scenarios use; the dtype needs a kernel for each on the device. */
@@ -228,6 +239,7 @@ typedef struct run_ctx {
     bp_stream *stream;
     options o;
     bp_tensor *q, *k, *v;
+    bp_tensor *q3, *k3, *v3; /* [B*H, S, D] views, for slicing by heads */
     float *ref; /* bp_sdpa's result, as f32 on the host */
     size_t numel;
 } run_ctx;
@@ -289,28 +301,45 @@ static double max_error(run_ctx *c, bp_tensor *out) {
     return m;
 }
 
-/* Attention of query rows [row0, row0 + rows) into the same rows of `out`. Every
- * intermediate is released at once: eagerly its memory goes back to the allocator;
- * in a region the executor frees it after its last use. */
-static void attend_rows(run_ctx *c, bp_tensor *out, int64_t row0, int64_t rows) {
-    bp_tensor *qi = NULL, *si = NULL, *ci = NULL, *pi = NULL, *oi = NULL;
-    CHECK(bp_tensor_narrow(c->q, 2, row0, rows, &qi));
-    CHECK(bp_matmul(qi, c->k, 0, 1, &si));
+/* Attention of one slice into its part of `out`: query rows [first, first + n) of
+ * every head (by rows), or batch x head pairs [first, first + n) (by heads). Every
+ * intermediate is released at once: eagerly its memory goes back to the allocator; in
+ * a region the executor frees it after its last use. */
+static void attend_slice(run_ctx *c, bp_tensor *out, int64_t first, int64_t n) {
+    bp_tensor *qi = NULL, *ki = NULL, *vi = NULL, *si = NULL, *ci = NULL, *pi = NULL,
+              *oi = NULL, *out3 = NULL;
+    if (c->o.by_rows) {
+        CHECK(bp_tensor_narrow(c->q, 2, first, n, &qi));
+        ki = bp_tensor_retain(c->k);
+        vi = bp_tensor_retain(c->v);
+        CHECK(bp_tensor_narrow(out, 2, first, n, &oi));
+    } else {
+        int64_t shape3[3] = {c->o.b * c->o.h, c->o.s, c->o.d};
+        CHECK(bp_tensor_narrow(c->q3, 0, first, n, &qi));
+        CHECK(bp_tensor_narrow(c->k3, 0, first, n, &ki));
+        CHECK(bp_tensor_narrow(c->v3, 0, first, n, &vi));
+        CHECK(bp_tensor_reshape(out, 3, shape3, &out3));
+        CHECK(bp_tensor_narrow(out3, 0, first, n, &oi));
+        bp_tensor_release(out3);
+    }
+    CHECK(bp_matmul(qi, ki, 0, 1, &si));
     CHECK(bp_scale(si, 1.0 / sqrt((double)c->o.d), &ci));
     bp_tensor_release(si);
     CHECK(bp_softmax(ci, 1.0f, 0, &pi));
     bp_tensor_release(ci);
-    CHECK(bp_tensor_narrow(out, 2, row0, rows, &oi));
-    CHECK(bp_matmul_out(pi, c->v, 0, 0, oi));
+    CHECK(bp_matmul_out(pi, vi, 0, 0, oi));
     bp_tensor_release(pi);
     bp_tensor_release(qi);
+    bp_tensor_release(ki);
+    bp_tensor_release(vi);
     bp_tensor_release(oi);
 }
 
 static void attend_sliced(run_ctx *c, bp_tensor *out, int64_t slices) {
-    int64_t rows = c->o.s / slices;
+    int64_t extent = c->o.by_rows ? c->o.s : c->o.b * c->o.h;
+    int64_t n = extent / slices;
     for (int64_t i = 0; i < slices; i++)
-        attend_rows(c, out, i * rows, rows);
+        attend_slice(c, out, i * n, n);
 }
 
 /* Times a scenario: device time from timing events where the device has them, and
@@ -443,6 +472,10 @@ int main(int argc, char **argv) {
     c.q = random_input(&c, 1);
     c.k = random_input(&c, 2);
     c.v = random_input(&c, 3);
+    int64_t shape3[3] = {c.o.b * c.o.h, c.o.s, c.o.d};
+    CHECK(bp_tensor_reshape(c.q, 3, shape3, &c.q3));
+    CHECK(bp_tensor_reshape(c.k, 3, shape3, &c.k3));
+    CHECK(bp_tensor_reshape(c.v, 3, shape3, &c.v3));
     bp_tensor *ref = NULL;
     CHECK(bp_sdpa(c.q, c.k, c.v, NULL, NULL, &ref));
     c.ref = to_host_f32(&c, ref);
@@ -469,11 +502,14 @@ int main(int argc, char **argv) {
     if (c.o.json) {
         print_json(rows, 5);
     } else {
+        int64_t extent = c.o.by_rows ? c.o.s : c.o.b * c.o.h;
         printf("sliced attention on %s: shape B,H,S,D = %lld,%lld,%lld,%lld, %s, %lld slices "
-               "of %lld query rows\n", bp_device_name(c.dev), (long long)c.o.b,
+               "of %lld %s%s\n", bp_device_name(c.dev), (long long)c.o.b,
                (long long)c.o.h, (long long)c.o.s, (long long)c.o.d,
                bp_dtype_name(c.o.dtype), (long long)c.o.slices,
-               (long long)(c.o.s / c.o.slices));
+               (long long)(extent / c.o.slices),
+               c.o.by_rows ? "query row" : "batch x head pair",
+               extent / c.o.slices == 1 ? "" : "s");
         printf("%-14s %17s %10s %10s %10s   %s\n", "scenario", "peak scratch MB", "time ms",
                "wall ms", "max error", "schedule");
         for (int i = 0; i < 5; i++) {
@@ -499,6 +535,9 @@ int main(int argc, char **argv) {
                 bp_dtype_name(c.o.dtype), tol);
 
     free(c.ref);
+    bp_tensor_release(c.q3);
+    bp_tensor_release(c.k3);
+    bp_tensor_release(c.v3);
     bp_tensor_release(c.q);
     bp_tensor_release(c.k);
     bp_tensor_release(c.v);

@@ -146,6 +146,56 @@ static void test_eager_pays_launch_cost_region_does_not(void **state) {
     BP_ASSERT_OK(bp_stream_destroy(stream));
 }
 
+/* The report says what the hpu's compiler did with each hint. */
+static void test_report_dispositions(void **state) {
+    (void)state;
+    bp_device *dev = hpu();
+    bp_stream *stream = NULL;
+    BP_ASSERT_OK(bp_stream_create(dev, 0, &stream));
+    int64_t shape[1] = {256};
+    bp_tensor *a = NULL, *b = NULL;
+    BP_ASSERT_OK(bp_tensor_empty(dev, BP_DTYPE_F32, 1, shape, &a));
+    BP_ASSERT_OK(bp_tensor_empty(dev, BP_DTYPE_F32, 1, shape, &b));
+    BP_ASSERT_OK(bp_region_begin(stream, "{\"order\":\"bfs\",\"max_parallel\":2,"
+                                         "\"group_id\":3,\"vendor_knob\":1}"));
+    {
+        bp_status st;
+        BP_STREAM_GUARD(stream, &st);
+        BP_ASSERT_OK(st);
+        BP_ASSERT_OK(bp_fill(a, 1.0));
+        BP_ASSERT_OK(bp_fill(b, 2.0));
+    }
+    bp_region_report r = {.struct_size = sizeof r};
+    BP_ASSERT_OK(bp_region_end(stream, &r));
+    assert_int_equal(r.backend_compiled, 1);
+    assert_int_equal(r.nodes, 2);
+    int seen = 0;
+    for (int i = 0; i < r.hint_count; i++) {
+        const bp_region_hint *h = &r.hints[i];
+        print_message("%s: %s (%s)\n", h->key,
+                      h->disposition == BP_HINT_HONOURED ? "honoured" : "ignored", h->reason);
+        if (strcmp(h->key, "order") == 0) {
+            assert_int_equal(h->disposition, BP_HINT_HONOURED);
+            seen |= 1;
+        } else if (strcmp(h->key, "max_parallel") == 0 || strcmp(h->key, "group_id") == 0) {
+            assert_int_equal(h->disposition, BP_HINT_IGNORED);
+            assert_true(bp_test_contains(h->reason, "hpu region compiler"));
+            seen |= strcmp(h->key, "group_id") == 0 ? 2 : 4;
+        } else if (strcmp(h->key, "vendor_knob") == 0) {
+            assert_int_equal(h->disposition, BP_HINT_IGNORED);
+            assert_true(bp_test_contains(h->reason, "unknown key"));
+            seen |= 8;
+        }
+    }
+    assert_int_equal(seen, 15);
+    float host[256];
+    BP_ASSERT_OK(bp_tensor_to_host(b, host, sizeof host));
+    assert_float_equal(host[255], 2.0f, 0);
+    bp_tensor_release(a);
+    bp_tensor_release(b);
+    BP_ASSERT_OK(bp_stream_destroy(stream));
+}
+
 /* ---- the demo on hpu ---- */
 
 static double row_number(const cJSON *row, const char *key) {
@@ -156,7 +206,7 @@ static double row_number(const cJSON *row, const char *key) {
 
 static void test_demo_on_hpu(void **state) {
     (void)state;
-    const char *argv[] = {SLICED_ATTENTION_EXE, "--device", "hpu", "--shape", "1,4,512,64",
+    const char *argv[] = {SLICED_ATTENTION_EXE, "--device", "hpu", "--shape", "4,16,256,32",
                           "--dtype", "bf16", "--json", NULL};
     char *out = NULL;
     int rc = bp_test_run_command(argv, NULL, &out);
@@ -181,7 +231,7 @@ static void test_demo_on_hpu(void **state) {
             assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(row, "backend_compiled")));
         print_message("%-14s peak %8.3f MB  modelled %8.3f ms\n", names[i], peak[i], ms[i]);
     }
-    /* 64 slices: bfs keeps every slice's scores, strict one slice's. */
+    /* 64 slices (one per batch x head): bfs keeps every slice's scores, strict two. */
     assert_true(peak[3] > 0 && peak[2] >= 30 * peak[3]);
     /* Sliced eager is host-bound (64 slices x 4 launches), the regions are not. */
     assert_true(ms[1] > 2 * ms[2] && ms[1] > 2 * ms[3]);
@@ -199,6 +249,7 @@ int main(void) {
         cmocka_unit_test(test_device_and_arena_size),
         cmocka_unit_test(test_arena_out_of_memory),
         cmocka_unit_test(test_eager_pays_launch_cost_region_does_not),
+        cmocka_unit_test(test_report_dispositions),
         cmocka_unit_test(test_demo_on_hpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
