@@ -266,12 +266,8 @@ static bp_status cpu_stream_query(void *stream) {
     return cpu_queue_idle(s->queue) ? BP_OK : BP_ERR_NOT_READY;
 }
 
-/* Submits a task, turning the queue's errno into a status with a message. */
-static bp_status submit(cpu_stream *s, const char *what, cpu_task_fn fn, const void *payload,
-                        size_t size, uint64_t *out_ticket) {
-    int err = cpu_queue_submit(s->queue, fn, payload, size, out_ticket);
-    if (err == 0)
-        return BP_OK;
+/* The status and message of a queue's errno value `err` (not 0) for `what`. */
+static bp_status queue_error(cpu_stream *s, const char *what, int err) {
     cpu_backend *be = s->device->backend;
     if (err == ENOMEM)
         return be->host->set_error(BP_ERR_OUT_OF_MEMORY,
@@ -281,18 +277,11 @@ static bp_status submit(cpu_stream *s, const char *what, cpu_task_fn fn, const v
     return cpu_error_errno(be, BP_ERR_INTERNAL, "cannot enqueue a task", err);
 }
 
-typedef struct wait_task {
-    cpu_queue *queue;
-    uint64_t ticket;
-} wait_task;
-
-/* Runs on the waiting stream's worker: blocking it is what holds back that stream's
- * later work. The awaited queue has its own worker, so it progresses meanwhile. */
-static void wait_task_run(void *payload) {
-    wait_task t;
-    memcpy(&t, payload, sizeof t);
-    cpu_queue_wait(t.queue, t.ticket);
-    cpu_queue_release(t.queue);
+/* Submits a task, turning the queue's errno into a status with a message. */
+static bp_status submit(cpu_stream *s, const char *what, cpu_task_fn fn, const void *payload,
+                        size_t size, uint64_t *out_ticket) {
+    int err = cpu_queue_submit(s->queue, fn, payload, size, out_ticket);
+    return err ? queue_error(s, what, err) : BP_OK;
 }
 
 /* ---- events ---- */
@@ -417,19 +406,12 @@ static bp_status cpu_event_synchronize(void *event) {
 
 static bp_status cpu_stream_wait_event(void *stream, void *event) {
     cpu_stream *s = stream;
-    wait_task t;
-    t.queue = event_latest(event, &t.ticket);
-    /* Nothing to wait for: never recorded, already complete, or recorded on this
-     * very stream, whose order already puts the record first. */
-    if (!t.queue || t.queue == s->queue || cpu_queue_done(t.queue, t.ticket)) {
-        if (t.queue)
-            cpu_queue_release(t.queue);
+    uint64_t ticket;
+    cpu_queue *q = event_latest(event, &ticket);
+    if (!q) /* never recorded */
         return BP_OK;
-    }
-    bp_status st = submit(s, "an event wait", wait_task_run, &t, sizeof t, NULL);
-    if (st != BP_OK)
-        cpu_queue_release(t.queue);
-    return st; /* on success the task owns the reference */
+    int err = cpu_queue_submit_wait(s->queue, q, ticket);
+    return err ? queue_error(s, "an event wait", err) : BP_OK;
 }
 
 /* Completion time of the event's latest record. */

@@ -162,6 +162,30 @@ int cpu_queue_submit(cpu_queue *q, cpu_task_fn fn, const void *payload, size_t s
     return 0;
 }
 
+typedef struct wait_task {
+    cpu_queue *other;
+    uint64_t ticket;
+} wait_task;
+
+static void wait_task_run(void *payload) {
+    wait_task t;
+    memcpy(&t, payload, sizeof t);
+    cpu_queue_wait(t.other, t.ticket);
+    cpu_queue_release(t.other);
+}
+
+int cpu_queue_submit_wait(cpu_queue *q, cpu_queue *other, uint64_t ticket) {
+    if (other == q || cpu_queue_done(other, ticket)) {
+        cpu_queue_release(other);
+        return 0;
+    }
+    wait_task t = {other, ticket};
+    int err = cpu_queue_submit(q, wait_task_run, &t, sizeof t, NULL);
+    if (err != 0)
+        cpu_queue_release(other);
+    return err;
+}
+
 uint64_t cpu_queue_last_ticket(cpu_queue *q) {
     pthread_mutex_lock(&q->lock);
     uint64_t ticket = q->submitted;

@@ -59,6 +59,14 @@ void cpu_queue_release(cpu_queue *queue);
 int cpu_queue_submit(cpu_queue *queue, cpu_task_fn fn, const void *payload, size_t size,
                      uint64_t *out_ticket);
 
+/** Makes `queue`'s later tasks wait until `ticket` of `other` has finished (a
+ *  cross-queue wait: a task that blocks `queue`'s worker meanwhile; `other` has its
+ *  own worker, so it progresses). Takes over the caller's reference on `other`: it is
+ *  released once waited for, at once when nothing needs waiting (`other` is `queue`,
+ *  whose order already holds, or the ticket is done), and on failure. Returns 0 or
+ *  cpu_queue_submit's errno value. */
+int cpu_queue_submit_wait(cpu_queue *queue, cpu_queue *other, uint64_t ticket);
+
 /** Ticket of the last task submitted so far (0 when none): waiting for it waits for
  *  everything submitted before this call. */
 uint64_t cpu_queue_last_ticket(cpu_queue *queue);

@@ -15,11 +15,8 @@
 
 /* ---- queue helpers ---- */
 
-bp_status hpu_submit(hpu_stream *s, const char *what, cpu_task_fn fn, const void *payload,
-                     size_t size, uint64_t *out_ticket) {
-    int err = cpu_queue_submit(s->queue, fn, payload, size, out_ticket);
-    if (err == 0)
-        return BP_OK;
+/* The status and message of a queue's errno value `err` (not 0) for `what`. */
+static bp_status submit_error(hpu_stream *s, const char *what, int err) {
     const bp_host_services *host = s->device->backend->host;
     if (err == ENOMEM)
         return host->set_error(BP_ERR_OUT_OF_MEMORY,
@@ -29,29 +26,15 @@ bp_status hpu_submit(hpu_stream *s, const char *what, cpu_task_fn fn, const void
                            s->device->index, what, err);
 }
 
-typedef struct wait_task {
-    cpu_queue *queue;
-    uint64_t ticket;
-} wait_task;
-
-/* Blocks the waiting stream's worker until the awaited ticket is done. */
-static void wait_task_fn(void *payload) {
-    wait_task t;
-    memcpy(&t, payload, sizeof t);
-    cpu_queue_wait(t.queue, t.ticket);
-    cpu_queue_release(t.queue);
+bp_status hpu_submit(hpu_stream *s, const char *what, cpu_task_fn fn, const void *payload,
+                     size_t size, uint64_t *out_ticket) {
+    int err = cpu_queue_submit(s->queue, fn, payload, size, out_ticket);
+    return err ? submit_error(s, what, err) : BP_OK;
 }
 
 bp_status hpu_submit_wait(hpu_stream *s, cpu_queue *queue, uint64_t ticket) {
-    if (queue == s->queue || cpu_queue_done(queue, ticket)) {
-        cpu_queue_release(queue); /* already ordered, or already done */
-        return BP_OK;
-    }
-    wait_task t = {queue, ticket};
-    bp_status st = hpu_submit(s, "an event wait", wait_task_fn, &t, sizeof t, NULL);
-    if (st != BP_OK)
-        cpu_queue_release(queue);
-    return st;
+    int err = cpu_queue_submit_wait(s->queue, queue, ticket);
+    return err ? submit_error(s, "an event wait", err) : BP_OK;
 }
 
 /* ---- streams ---- */
