@@ -3,7 +3,10 @@
 # Used by `make demo` and `make test`, so a fresh Debian 12 machine needs nothing else.
 set -euo pipefail
 
-packages=(cmake make gcc pkg-config libcmocka-dev libcjson-dev libopenblas-dev)
+# The last three: the OpenCL headers and ICD loader for backends/opencl, and PoCL, the
+# OpenCL CPU device its conformance test runs on.
+packages=(cmake make gcc pkg-config libcmocka-dev libcjson-dev libopenblas-dev
+          ocl-icd-opencl-dev pocl-opencl-icd opencl-headers)
 missing=()
 for pkg in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then

@@ -32,6 +32,25 @@ bp_conformance_test(conformance_broken EXIT 0 ARGS --device broken --plugin ${bp
 bp_conformance_test(conformance_hpu EXIT 0 ARGS --device hpu --junit JUNIT)
 set_property(TEST conformance_hpu APPEND PROPERTY ENVIRONMENT "BP_HPU_MEMORY_MB=2048")
 
+# The OpenCL plugin (backends/opencl) against the first OpenCL device, PoCL's CPU device
+# in CI (scripts/install-deps.sh installs it): the whole suite, nothing skipped that the
+# device has. Its kernels are built into a cache inside the build tree (XDG_CACHE_HOME
+# also moves PoCL's own cache there), so the first run compiles them all.
+if(TARGET bp_opencl)
+  bp_conformance_test(conformance_opencl EXIT 0
+    EXPECT "PASS  ops\\.sdpa_f32" "PASS  ops\\.copy_bf16" "PASS  events\\.elapsed_time"
+    ARGS --device opencl:0 --junit JUNIT)
+  set_property(TEST conformance_opencl APPEND PROPERTY ENVIRONMENT
+    "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache;BP_OPENCL_CACHE=;BP_OPENCL_CACHE_DIR=")
+  # No OpenCL platform (OCL_ICD_VENDORS names an empty directory): the plugin still
+  # loads, with 0 devices and the reason, and the cpu is still there.
+  add_test(NAME opencl_no_platform COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:bp-info>
+    -DEMPTY_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_no_icd
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_no_platform.cmake)
+  set_tests_properties(opencl_no_platform PROPERTIES TIMEOUT 60 LABELS conformance ENVIRONMENT
+    "${bp_conf_env};OCL_ICD_VENDORS=${CMAKE_CURRENT_BINARY_DIR}/opencl_no_icd")
+endif()
+
 # Each seeded defect: the run fails (exit 1) and the named test is among the failures.
 # bp_conformance_defect(<defect> <group> <test> [<regex of the failure detail>] [extra args])
 function(bp_conformance_defect defect group test detail)

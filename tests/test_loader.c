@@ -61,10 +61,12 @@ static int count_state(const char *name, bp_plugin_state state) {
     return n;
 }
 
-/* Devices of the plugins that are always found: the built-in cpu backend, and the hpu
- * simulator, whose library sits beside libbackplane in the build tree. */
+/* Devices of the backends that are always found: the built-in cpu backend, and the
+ * plugins the build puts beside libbackplane (the hpu simulator, opencl). */
 static int count_type(const char *type);
-static int count_always_there(void) { return count_type("cpu") + count_type("hpu"); }
+static int count_always_there(void) {
+    return count_type("cpu") + count_type("hpu") + count_type("opencl");
+}
 
 static int count_type(const char *type) {
     int n = 0;

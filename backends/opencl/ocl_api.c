@@ -1,0 +1,94 @@
+/* opencl: loading the ICD loader (ocl_api.h). */
+#include "ocl_api.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+int ocl_api_load(ocl_api *api, char *reason, size_t reason_size) {
+    memset(api, 0, sizeof *api);
+    void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        lib = dlopen("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(reason, reason_size,
+                 "libOpenCL.so.1 not found (install an OpenCL ICD loader, e.g. Debian's "
+                 "ocl-icd-libopencl1)");
+        return -1;
+    }
+    const char *missing = NULL;
+#define OCL_API_LOOKUP(name)                                                               \
+    if (!missing) {                                                                        \
+        void *sym = dlsym(lib, #name);                                                     \
+        if (sym)                                                                           \
+            api->name = (__typeof__(api->name))sym;                                        \
+        else                                                                               \
+            missing = #name;                                                               \
+    }
+    OCL_API_FUNCTIONS(OCL_API_LOOKUP)
+#undef OCL_API_LOOKUP
+    if (missing) {
+        snprintf(reason, reason_size,
+                 "the OpenCL loader lacks %s (an OpenCL 1.2 ICD loader is needed)", missing);
+        dlclose(lib);
+        memset(api, 0, sizeof *api);
+        return -1;
+    }
+    /* Kept loaded until the process exits: vendor drivers keep threads of their own,
+     * which an unload could pull the code from under. */
+    api->lib = lib;
+    return 0;
+}
+
+const char *ocl_error_name(cl_int err) {
+    switch (err) {
+#define OCL_ERR(name) case name: return #name;
+    OCL_ERR(CL_SUCCESS)
+    OCL_ERR(CL_DEVICE_NOT_FOUND)
+    OCL_ERR(CL_DEVICE_NOT_AVAILABLE)
+    OCL_ERR(CL_COMPILER_NOT_AVAILABLE)
+    OCL_ERR(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+    OCL_ERR(CL_OUT_OF_RESOURCES)
+    OCL_ERR(CL_OUT_OF_HOST_MEMORY)
+    OCL_ERR(CL_PROFILING_INFO_NOT_AVAILABLE)
+    OCL_ERR(CL_MEM_COPY_OVERLAP)
+    OCL_ERR(CL_BUILD_PROGRAM_FAILURE)
+    OCL_ERR(CL_MAP_FAILURE)
+    OCL_ERR(CL_MISALIGNED_SUB_BUFFER_OFFSET)
+    OCL_ERR(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+    OCL_ERR(CL_COMPILE_PROGRAM_FAILURE)
+    OCL_ERR(CL_LINK_PROGRAM_FAILURE)
+    OCL_ERR(CL_INVALID_VALUE)
+    OCL_ERR(CL_INVALID_DEVICE_TYPE)
+    OCL_ERR(CL_INVALID_PLATFORM)
+    OCL_ERR(CL_INVALID_DEVICE)
+    OCL_ERR(CL_INVALID_CONTEXT)
+    OCL_ERR(CL_INVALID_QUEUE_PROPERTIES)
+    OCL_ERR(CL_INVALID_COMMAND_QUEUE)
+    OCL_ERR(CL_INVALID_HOST_PTR)
+    OCL_ERR(CL_INVALID_MEM_OBJECT)
+    OCL_ERR(CL_INVALID_BINARY)
+    OCL_ERR(CL_INVALID_BUILD_OPTIONS)
+    OCL_ERR(CL_INVALID_PROGRAM)
+    OCL_ERR(CL_INVALID_PROGRAM_EXECUTABLE)
+    OCL_ERR(CL_INVALID_KERNEL_NAME)
+    OCL_ERR(CL_INVALID_KERNEL_DEFINITION)
+    OCL_ERR(CL_INVALID_KERNEL)
+    OCL_ERR(CL_INVALID_ARG_INDEX)
+    OCL_ERR(CL_INVALID_ARG_VALUE)
+    OCL_ERR(CL_INVALID_ARG_SIZE)
+    OCL_ERR(CL_INVALID_KERNEL_ARGS)
+    OCL_ERR(CL_INVALID_WORK_DIMENSION)
+    OCL_ERR(CL_INVALID_WORK_GROUP_SIZE)
+    OCL_ERR(CL_INVALID_WORK_ITEM_SIZE)
+    OCL_ERR(CL_INVALID_GLOBAL_OFFSET)
+    OCL_ERR(CL_INVALID_EVENT_WAIT_LIST)
+    OCL_ERR(CL_INVALID_EVENT)
+    OCL_ERR(CL_INVALID_OPERATION)
+    OCL_ERR(CL_INVALID_BUFFER_SIZE)
+    OCL_ERR(CL_INVALID_GLOBAL_WORK_SIZE)
+#undef OCL_ERR
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
+    default: return "CL error";
+    }
+}

@@ -1,0 +1,70 @@
+/* opencl: the OpenCL entry points the plugin uses, loaded at run time.
+ *
+ * The plugin links no OpenCL library: ocl_api_load() dlopens the ICD loader
+ * (libOpenCL.so.1, else libOpenCL.so) and looks up every function of OCL_API_FUNCTIONS
+ * into one table. A machine without a loader then gets a plugin with zero devices and
+ * a reason, not a plugin that fails to load. */
+#ifndef BP_OCL_API_H
+#define BP_OCL_API_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+/* X(name) for every OpenCL function the plugin calls. */
+#define OCL_API_FUNCTIONS(X)                                                               \
+    X(clGetPlatformIDs)                                                                    \
+    X(clGetPlatformInfo)                                                                   \
+    X(clGetDeviceIDs)                                                                      \
+    X(clGetDeviceInfo)                                                                     \
+    X(clCreateContext)                                                                     \
+    X(clReleaseContext)                                                                    \
+    X(clCreateCommandQueue)                                                                \
+    X(clReleaseCommandQueue)                                                               \
+    X(clFlush)                                                                             \
+    X(clFinish)                                                                            \
+    X(clCreateBuffer)                                                                      \
+    X(clReleaseMemObject)                                                                  \
+    X(clEnqueueReadBuffer)                                                                 \
+    X(clEnqueueWriteBuffer)                                                                \
+    X(clEnqueueCopyBuffer)                                                                 \
+    X(clEnqueueFillBuffer)                                                                 \
+    X(clEnqueueMarkerWithWaitList)                                                         \
+    X(clEnqueueBarrierWithWaitList)                                                        \
+    X(clCreateUserEvent)                                                                   \
+    X(clSetUserEventStatus)                                                                \
+    X(clSetEventCallback)                                                                  \
+    X(clGetEventInfo)                                                                      \
+    X(clGetEventProfilingInfo)                                                             \
+    X(clWaitForEvents)                                                                     \
+    X(clRetainEvent)                                                                       \
+    X(clReleaseEvent)                                                                      \
+    X(clCreateProgramWithSource)                                                           \
+    X(clCreateProgramWithBinary)                                                           \
+    X(clBuildProgram)                                                                      \
+    X(clGetProgramBuildInfo)                                                               \
+    X(clGetProgramInfo)                                                                    \
+    X(clReleaseProgram)                                                                    \
+    X(clCreateKernel)                                                                      \
+    X(clReleaseKernel)                                                                     \
+    X(clSetKernelArg)                                                                      \
+    X(clEnqueueNDRangeKernel)
+
+/* The table: one pointer per function, typed like the header's declaration (only its
+ * type is taken, so nothing refers to the symbol). */
+typedef struct ocl_api {
+    void *lib; /* the dlopen handle, NULL when not loaded */
+#define OCL_API_FIELD(name) __typeof__(&name) name;
+    OCL_API_FUNCTIONS(OCL_API_FIELD)
+#undef OCL_API_FIELD
+} ocl_api;
+
+/* Loads the ICD loader and every function. Returns 0 on success; otherwise nonzero,
+ * with why in `reason` (e.g. "libOpenCL.so.1 not found (...)"). */
+int ocl_api_load(ocl_api *api, char *reason, size_t reason_size);
+
+/* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), or "CL error" for unknown ones. */
+const char *ocl_error_name(cl_int err);
+
+#endif

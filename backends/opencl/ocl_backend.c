@@ -1,0 +1,354 @@
+/* opencl: an OpenCL backend plugin (docs/backends/opencl.md).
+ *
+ * This file: the descriptor, init (loading the ICD loader, finding every device of
+ * every platform), the device table and the current-device guard. */
+#include "ocl_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bp_status ocl_fail(ocl_device *dev, cl_int err, const char *what) {
+    bp_status st = err == CL_OUT_OF_HOST_MEMORY || err == CL_MEM_OBJECT_ALLOCATION_FAILURE
+                       ? BP_ERR_OUT_OF_MEMORY
+                       : BP_ERR_BACKEND;
+    return dev->backend->host->set_error(st, "opencl:%d: %s: %s (%d)", dev->index, what,
+                                         ocl_error_name(err), (int)err);
+}
+
+/* ---- discovery ---- */
+
+static void info_string(const ocl_api *api, cl_device_id id, cl_device_info what, char *buf,
+                        size_t size) {
+    buf[0] = '\0';
+    if (api->clGetDeviceInfo(id, what, size, buf, NULL) != CL_SUCCESS)
+        buf[0] = '\0';
+    buf[size - 1] = '\0';
+}
+
+static uint64_t info_u64(const ocl_api *api, cl_device_id id, cl_device_info what) {
+    cl_ulong v = 0;
+    if (api->clGetDeviceInfo(id, what, sizeof v, &v, NULL) != CL_SUCCESS)
+        return 0;
+    return v;
+}
+
+/* Whether the space-separated extension list names `ext` exactly. */
+static bool has_extension(const char *list, const char *ext) {
+    size_t n = strlen(ext);
+    for (const char *p = list; (p = strstr(p, ext)) != NULL; p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+static void describe_device(const ocl_api *api, cl_platform_id platform, cl_device_id id,
+                            ocl_device_info *info) {
+    memset(info, 0, sizeof *info);
+    info->platform = platform;
+    info->id = id;
+    char pname[128] = "";
+    if (api->clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof pname, pname, NULL) !=
+        CL_SUCCESS)
+        pname[0] = '\0';
+    pname[sizeof pname - 1] = '\0';
+    info_string(api, id, CL_DEVICE_NAME, info->name, sizeof info->name);
+    info_string(api, id, CL_DRIVER_VERSION, info->driver, sizeof info->driver);
+    info_string(api, id, CL_DEVICE_VERSION, info->version, sizeof info->version);
+    snprintf(info->description, sizeof info->description, "%.60s: %.60s", pname, info->name);
+    info->global_mem = info_u64(api, id, CL_DEVICE_GLOBAL_MEM_SIZE);
+    info->max_alloc = info_u64(api, id, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+    info->local_mem = info_u64(api, id, CL_DEVICE_LOCAL_MEM_SIZE);
+    size_t wg = 0;
+    if (api->clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) !=
+        CL_SUCCESS)
+        wg = 1;
+    info->max_wg = wg ? wg : 1;
+    cl_command_queue_properties qp = 0;
+    if (api->clGetDeviceInfo(id, CL_DEVICE_QUEUE_PROPERTIES, sizeof qp, &qp, NULL) ==
+        CL_SUCCESS)
+        info->profiling = (qp & CL_QUEUE_PROFILING_ENABLE) != 0;
+    size_t len = 0;
+    if (api->clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, 0, NULL, &len) == CL_SUCCESS && len) {
+        char *ext = calloc(1, len + 1);
+        if (ext && api->clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, len, ext, NULL) ==
+                       CL_SUCCESS) {
+            info->fp64 = has_extension(ext, "cl_khr_fp64");
+            info->fp16 = has_extension(ext, "cl_khr_fp16");
+        }
+        free(ext);
+    }
+}
+
+/* Fills be->devices from every platform, in platform then device order. */
+static void discover(ocl_backend *be) {
+    const ocl_api *api = &be->api;
+    cl_uint nplat = 0;
+    cl_int err = api->clGetPlatformIDs(0, NULL, &nplat);
+    if (err != CL_SUCCESS || nplat == 0) {
+        const char *vendors = getenv("OCL_ICD_VENDORS");
+        snprintf(be->reason, sizeof be->reason,
+                 "no OpenCL platform found (clGetPlatformIDs: %d); is an ICD installed? "
+                 "OCL_ICD_VENDORS=%s",
+                 (int)err, vendors ? vendors : "(unset: /etc/OpenCL/vendors)");
+        return;
+    }
+    cl_platform_id *plats = calloc(nplat, sizeof *plats);
+    if (!plats || api->clGetPlatformIDs(nplat, plats, NULL) != CL_SUCCESS) {
+        free(plats);
+        snprintf(be->reason, sizeof be->reason, "clGetPlatformIDs failed listing %u platforms",
+                 (unsigned)nplat);
+        return;
+    }
+    int cap = 0;
+    for (cl_uint p = 0; p < nplat; p++) {
+        cl_uint ndev = 0;
+        if (api->clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &ndev) != CL_SUCCESS ||
+            ndev == 0)
+            continue;
+        cl_device_id *ids = calloc(ndev, sizeof *ids);
+        if (!ids)
+            continue;
+        if (api->clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, ndev, ids, NULL) == CL_SUCCESS) {
+            for (cl_uint d = 0; d < ndev; d++) {
+                if (be->ndevices == cap) {
+                    int ncap = cap ? 2 * cap : 4;
+                    ocl_device *grown = realloc(be->devices, (size_t)ncap * sizeof *grown);
+                    if (!grown)
+                        break;
+                    be->devices = grown;
+                    cap = ncap;
+                }
+                ocl_device *dev = &be->devices[be->ndevices];
+                memset(dev, 0, sizeof *dev);
+                describe_device(api, plats[p], ids[d], &dev->info);
+                be->ndevices++;
+            }
+        }
+        free(ids);
+    }
+    free(plats);
+    if (be->ndevices == 0)
+        snprintf(be->reason, sizeof be->reason,
+                 "%u OpenCL platform%s found, but no device on any", (unsigned)nplat,
+                 nplat == 1 ? "" : "s");
+}
+
+/* ---- devices ---- */
+
+static int device_count(void *backend) {
+    return ((ocl_backend *)backend)->ndevices;
+}
+
+static const char *device_unavailable_reason(void *backend) {
+    ocl_backend *be = backend;
+    return be->ndevices == 0 && be->reason[0] ? be->reason : NULL;
+}
+
+static bp_status check_index(ocl_backend *be, int index) {
+    if (index < 0 || index >= be->ndevices)
+        return be->host->set_error(BP_ERR_NOT_FOUND,
+                                   "opencl: device index %d out of range (%d OpenCL device%s)",
+                                   index, be->ndevices, be->ndevices == 1 ? "" : "s");
+    return BP_OK;
+}
+
+static uint32_t device_dtypes(const ocl_device_info *info) {
+    /* f16 and bf16 are stored as 16-bit words and computed in f32 (kernels/prelude.cl),
+     * so neither needs cl_khr_fp16; f64 needs cl_khr_fp64 for its conversions. */
+    uint32_t mask = BP_DTYPE_BIT(BP_DTYPE_F32) | BP_DTYPE_BIT(BP_DTYPE_F16) |
+                    BP_DTYPE_BIT(BP_DTYPE_BF16) | BP_DTYPE_BIT(BP_DTYPE_I8) |
+                    BP_DTYPE_BIT(BP_DTYPE_U8) | BP_DTYPE_BIT(BP_DTYPE_I32) |
+                    BP_DTYPE_BIT(BP_DTYPE_I64) | BP_DTYPE_BIT(BP_DTYPE_BOOL);
+    if (info->fp64)
+        mask |= BP_DTYPE_BIT(BP_DTYPE_F64);
+    return mask;
+}
+
+static bp_status device_get_props(void *backend, int index, bp_backend_device_props *props) {
+    ocl_backend *be = backend;
+    bp_status st = check_index(be, index);
+    if (st != BP_OK)
+        return st;
+    if (!props)
+        return be->host->set_error(BP_ERR_INVALID_ARGUMENT, "opencl: get_props: props is NULL");
+    const ocl_device_info *info = &be->devices[index].info;
+    bp_backend_device_props p;
+    memset(&p, 0, sizeof p);
+    snprintf(p.description, sizeof p.description, "%s", info->description);
+    p.total_memory = info->global_mem;
+    p.capabilities = BP_CAP_ASYNC_STREAMS | (info->profiling ? BP_CAP_TIMED_EVENTS : 0u);
+    p.dtypes = device_dtypes(info);
+    p.stream_priority_least = 0;
+    p.stream_priority_greatest = 0;
+    /* No more than the host's struct holds; its struct_size stays. */
+    size_t n = props->struct_size < sizeof p ? props->struct_size : sizeof p;
+    size_t head = sizeof p.struct_size;
+    if (n > head)
+        memcpy((char *)props + head, (const char *)&p + head, n - head);
+    return BP_OK;
+}
+
+static bp_status device_open(void *backend, int index, void **out_device) {
+    ocl_backend *be = backend;
+    bp_status st = check_index(be, index);
+    if (st != BP_OK)
+        return st;
+    ocl_device *dev = &be->devices[index];
+    if (!dev->context) {
+        cl_context_properties cprops[] = {CL_CONTEXT_PLATFORM,
+                                          (cl_context_properties)dev->info.platform, 0};
+        cl_int err = CL_SUCCESS;
+        dev->context = be->api.clCreateContext(cprops, 1, &dev->info.id, NULL, NULL, &err);
+        if (!dev->context)
+            return ocl_fail(dev, err, "cannot create a context (clCreateContext)");
+    }
+    *out_device = dev;
+    return BP_OK;
+}
+
+static void device_close(void *device) {
+    ocl_device *dev = device;
+    ocl_programs_destroy(dev);
+    ocl_memmap_destroy(dev);
+    if (dev->context)
+        dev->backend->api.clReleaseContext(dev->context);
+    dev->context = NULL;
+}
+
+static bp_status device_mem_info(void *device, uint64_t *out_free, uint64_t *out_total) {
+    ocl_device *dev = device;
+    pthread_mutex_lock(&dev->mem.lock);
+    uint64_t used = dev->mem.used;
+    pthread_mutex_unlock(&dev->mem.lock);
+    uint64_t total = dev->info.global_mem;
+    if (out_free)
+        *out_free = used < total ? total - used : 0;
+    if (out_total)
+        *out_total = total;
+    return BP_OK;
+}
+
+static bp_status device_synchronize(void *device) {
+    return ocl_device_synchronize(device);
+}
+
+/* ---- the current device: OpenCL has no per-thread state, so this is ours ---- */
+
+static _Thread_local int tls_current = -1;
+
+static bp_status guard_set_current(void *device) {
+    tls_current = ((ocl_device *)device)->index;
+    return BP_OK;
+}
+
+static bp_status guard_get_current(void *backend, int *out_index) {
+    (void)backend;
+    if (tls_current < 0 || !out_index)
+        return BP_ERR_NOT_FOUND;
+    *out_index = tls_current;
+    return BP_OK;
+}
+
+/* ---- init ---- */
+
+#define HOST_HAS(host, field) \
+    ((host)->struct_size >= BP_STRUCT_END(bp_host_services, field) && (host)->field)
+
+static void free_backend(ocl_backend *be) {
+    for (int i = 0; i < be->ndevices; i++) {
+        ocl_device *dev = &be->devices[i];
+        pthread_mutex_destroy(&dev->mem.lock);
+        pthread_mutex_destroy(&dev->streams_lock);
+        pthread_mutex_destroy(&dev->programs_lock);
+    }
+    free(be->devices);
+    free(be);
+}
+
+static bp_status ocl_init(const bp_host_services *host, void **out_backend) {
+    ocl_backend *be = calloc(1, sizeof *be);
+    if (!be)
+        return host->set_error(BP_ERR_OUT_OF_MEMORY, "opencl: out of host memory for the backend");
+    be->host = host;
+    if (ocl_api_load(&be->api, be->reason, sizeof be->reason) == 0) {
+        be->api_loaded = true;
+        discover(be);
+    }
+    for (int i = 0; i < be->ndevices; i++) {
+        ocl_device *dev = &be->devices[i];
+        dev->backend = be;
+        dev->index = i;
+        size_t limit = dev->info.max_wg < 64 ? dev->info.max_wg : 64;
+        dev->wg = 1;
+        while (dev->wg * 2 <= limit)
+            dev->wg *= 2;
+        ocl_memmap_init(&dev->mem);
+        pthread_mutex_init(&dev->streams_lock, NULL);
+        pthread_mutex_init(&dev->programs_lock, NULL);
+    }
+    if (be->ndevices > 0 && HOST_HAS(host, register_kernel)) {
+        bp_status st = ocl_register_kernels(host);
+        if (st != BP_OK) {
+            free_backend(be);
+            return st; /* the host's message names what failed */
+        }
+    }
+    for (int i = 0; i < be->ndevices; i++)
+        host->log(BP_LOG_DEBUG, OCL_NAME, "opencl:%d: %s (%s, driver %s), %llu MiB%s%s", i,
+                  be->devices[i].info.description, be->devices[i].info.version,
+                  be->devices[i].info.driver,
+                  (unsigned long long)(be->devices[i].info.global_mem >> 20),
+                  be->devices[i].info.fp64 ? ", fp64" : "",
+                  be->devices[i].info.fp16 ? ", fp16" : "");
+    if (be->ndevices == 0)
+        host->log(BP_LOG_DEBUG, OCL_NAME, "opencl: no devices: %s", be->reason);
+    *out_backend = be;
+    return BP_OK;
+}
+
+/* The host closed every device before. The loader stays loaded (ocl_api.c). */
+static void ocl_shutdown(void *backend) {
+    free_backend(backend);
+}
+
+static const bp_device_vtable ocl_device_vtable = {
+    .struct_size = sizeof(bp_device_vtable),
+    .count = device_count,
+    .unavailable_reason = device_unavailable_reason,
+    .get_props = device_get_props,
+    .open = device_open,
+    .close = device_close,
+    .mem_info = device_mem_info,
+    .synchronize = device_synchronize,
+};
+
+static const bp_guard_vtable ocl_guard_vtable = {
+    .struct_size = sizeof(bp_guard_vtable),
+    .set_current = guard_set_current,
+    .get_current = guard_get_current,
+};
+
+static const char *const ocl_aliases[] = {"ocl", NULL};
+
+static const bp_plugin_descriptor ocl_descriptor = {
+    .struct_size = sizeof(bp_plugin_descriptor),
+    .abi_major = BP_PLUGIN_ABI_MAJOR,
+    .abi_minor = BP_PLUGIN_ABI_MINOR,
+    .name = OCL_NAME,
+    .aliases = ocl_aliases,
+    .version = OCL_VERSION,
+    .priority = 0,
+    .init = ocl_init,
+    .shutdown = ocl_shutdown,
+    .device = &ocl_device_vtable,
+    .stream = &ocl_stream_vtable,
+    .event = &ocl_event_vtable,
+    .memory = &ocl_memory_vtable,
+    .guard = &ocl_guard_vtable,
+    .region = NULL,
+};
+
+BP_PLUGIN_EXPORT const bp_plugin_descriptor *bp_plugin_entry(void) {
+    return &ocl_descriptor;
+}

@@ -1,0 +1,165 @@
+/* opencl: the plugin's internal state, shared by its files.
+ *
+ *   ocl_backend.c   descriptor, init (platform and device discovery), devices, guard
+ *   ocl_memory.c    the fake device address space, alloc/free, copies and memsets
+ *   ocl_stream.c    streams (in-order profiling queues) and events (markers)
+ *   ocl_program.c   building programs from the embedded sources, memory and disk caches
+ *   ocl_launch.c    tensor arguments (descriptors, broadcasting) and kernel launches
+ *   ocl_ops.c       one kernel function per op, and their registration */
+#ifndef BP_OCL_INTERNAL_H
+#define BP_OCL_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <backplane/plugin.h>
+
+#include "ocl_api.h"
+
+#define OCL_NAME "opencl"
+#define OCL_VERSION "0.1.0"
+
+typedef struct ocl_backend ocl_backend;
+typedef struct ocl_device ocl_device;
+typedef struct ocl_stream ocl_stream;
+typedef struct ocl_program ocl_program;
+
+/* One allocation: its range [addr, addr + size) of the fake device address space. */
+typedef struct ocl_block {
+    uint64_t addr;
+    uint64_t size; /* what was asked for */
+    cl_mem mem;
+} ocl_block;
+
+/* The live allocations of a device, sorted by address (ocl_memory.c). */
+typedef struct ocl_memmap {
+    pthread_mutex_t lock;
+    ocl_block *blocks;
+    size_t n, cap;
+    uint64_t next_addr; /* where the next allocation goes: addresses are never reused */
+    uint64_t used;      /* bytes of live allocations */
+} ocl_memmap;
+
+/* A kernel object: clSetKernelArg is not thread-safe on one cl_kernel, so launches
+ * hold `lock` from the first argument to the enqueue. */
+typedef struct ocl_kernel {
+    cl_kernel kernel;
+    pthread_mutex_t lock;
+} ocl_kernel;
+
+/* What an OpenCL device is, found at init. */
+typedef struct ocl_device_info {
+    cl_platform_id platform;
+    cl_device_id id;
+    char description[128];      /* "<platform name>: <device name>" */
+    char name[128];
+    char driver[128];           /* CL_DRIVER_VERSION */
+    char version[128];          /* CL_DEVICE_VERSION */
+    uint64_t global_mem;
+    uint64_t max_alloc;
+    size_t max_wg;              /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+    uint64_t local_mem;
+    bool fp64;
+    bool fp16;
+    bool profiling;
+} ocl_device_info;
+
+struct ocl_device {
+    ocl_backend *backend;
+    int index;
+    ocl_device_info info;
+    cl_context context;        /* created at open */
+    size_t wg;                 /* the work-group size of the row kernels (power of two) */
+    ocl_memmap mem;
+    pthread_mutex_t streams_lock;
+    ocl_stream *streams;       /* every live stream, for device synchronize */
+    pthread_mutex_t programs_lock;
+    ocl_program *programs;     /* built programs (ocl_program.c) */
+};
+
+struct ocl_stream {
+    ocl_device *device;
+    cl_command_queue queue;
+    pthread_mutex_t lock;      /* held across an enqueue and the update of `last` */
+    cl_event last;             /* the latest command enqueued, or NULL */
+    ocl_stream *next;
+};
+
+typedef struct ocl_event {
+    ocl_device *device;
+    pthread_mutex_t lock;
+    cl_event marker;           /* the latest record's marker, or NULL */
+    int timing;
+} ocl_event;
+
+struct ocl_backend {
+    const bp_host_services *host;
+    ocl_api api;
+    bool api_loaded;
+    int ndevices;
+    ocl_device *devices;
+    char reason[512];          /* why there are no devices */
+};
+
+/* ---- ocl_memory.c ---- */
+
+extern const bp_memory_vtable ocl_memory_vtable;
+void ocl_memmap_init(ocl_memmap *m);
+/* Releases every allocation still live (device close). */
+void ocl_memmap_destroy(ocl_device *dev);
+/* The buffer and byte offset of device address `ptr` (which must lie inside a live
+ * allocation, or at its end when `size` is 0); `what` names it in the error. */
+bp_status ocl_translate(ocl_device *dev, const void *ptr, size_t size, cl_mem *out_mem,
+                        size_t *out_offset, const char *what);
+
+/* ---- ocl_stream.c ---- */
+
+extern const bp_stream_vtable ocl_stream_vtable;
+extern const bp_event_vtable ocl_event_vtable;
+/* Waits for every stream of the device. */
+bp_status ocl_device_synchronize(ocl_device *dev);
+/* After an enqueue on s (s->lock held): `ev` (owned, may be NULL) becomes the stream's
+ * latest command, and the queue is flushed so that the work starts. */
+void ocl_stream_push_locked(ocl_stream *s, cl_event ev);
+
+/* ---- errors ---- */
+
+/* set_error for a failed OpenCL call: "opencl:<index>: <what>: <CL name> (<code>)". */
+bp_status ocl_fail(ocl_device *dev, cl_int err, const char *what);
+
+/* ---- ocl_program.c ---- */
+
+/* matmul (kernels/matmul.cl): work-groups of TS x TS work-items (16 x 16 where the
+ * device allows it), each work-item computing OCL_MATMUL_WPT x OCL_MATMUL_WPT outputs. */
+#define OCL_MATMUL_WPT 8
+/* sdpa's many-rows kernel (kernels/sdpa.cl) stages keys and values in blocks of this. */
+#define OCL_SDPA_SBK 32
+static inline int ocl_matmul_tile(const ocl_device *dev) {
+    return dev->info.max_wg >= 256 ? 16 : dev->info.max_wg >= 64 ? 8 : 4;
+}
+
+/* The programs, each built per variant (a dtype or an element size). */
+typedef enum ocl_program_id {
+    OCL_PROG_MOVE,      /* variant: element size; fill, move, where */
+    OCL_PROG_CONVERT,   /* variant: destination dtype; convert from any dtype */
+    OCL_PROG_ELEMWISE,  /* variant: dtype; binary and unary elementwise ops */
+    OCL_PROG_REDUCE,    /* variant: dtype; reduce and softmax */
+    OCL_PROG_NORM,      /* variant: dtype; rmsnorm, layernorm, rope */
+    OCL_PROG_MATMUL,    /* variant: dtype */
+    OCL_PROG_SDPA,      /* variant: dtype */
+    OCL_PROG_COUNT
+} ocl_program_id;
+
+/* The kernel `name` of program `id` built for `variant` on dev: built (or loaded from
+ * the disk cache) at first use. */
+bp_status ocl_get_kernel(ocl_device *dev, ocl_program_id id, int variant, const char *name,
+                         ocl_kernel **out);
+/* Frees the device's programs (device close). */
+void ocl_programs_destroy(ocl_device *dev);
+
+/* ---- ocl_ops.c ---- */
+
+/* Registers every (op, dtype) kernel of the plugin with the host. */
+bp_status ocl_register_kernels(const bp_host_services *host);
+
+#endif

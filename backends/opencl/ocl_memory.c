@@ -1,0 +1,316 @@
+/* opencl: device memory.
+ *
+ * A cl_mem is a handle, not an address, but the host's caching allocator does
+ * arithmetic on device pointers (base + offset inside a segment). So every buffer gets
+ * a range of a fake device address space: addresses start at OCL_ADDR_BASE and only
+ * grow (each range is 256-byte aligned and followed by a gap of at least 256 bytes),
+ * so they are never reused while the process lives and the live ranges stay sorted by
+ * appending. A device pointer translates to (cl_mem, byte offset) by a binary search
+ * over the live ranges. The pointers are never dereferenced by the host. */
+#include "ocl_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define OCL_ADDR_BASE UINT64_C(0x100000000)
+#define OCL_ADDR_ALIGN UINT64_C(256)
+
+void ocl_memmap_init(ocl_memmap *m) {
+    memset(m, 0, sizeof *m);
+    pthread_mutex_init(&m->lock, NULL);
+    m->next_addr = OCL_ADDR_BASE;
+}
+
+void ocl_memmap_destroy(ocl_device *dev) {
+    ocl_memmap *m = &dev->mem;
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < m->n; i++)
+        dev->backend->api.clReleaseMemObject(m->blocks[i].mem);
+    free(m->blocks);
+    m->blocks = NULL;
+    m->n = m->cap = 0;
+    m->used = 0;
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* Index of the block holding addr (the last block starting at or below it), or -1. */
+static ptrdiff_t find_block(const ocl_memmap *m, uint64_t addr) {
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->blocks[mid].addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (ptrdiff_t)lo - 1;
+}
+
+bp_status ocl_translate(ocl_device *dev, const void *ptr, size_t size, cl_mem *out_mem,
+                        size_t *out_offset, const char *what) {
+    ocl_memmap *m = &dev->mem;
+    uint64_t addr = (uint64_t)(uintptr_t)ptr;
+    pthread_mutex_lock(&m->lock);
+    ptrdiff_t i = find_block(m, addr);
+    bool ok = false;
+    if (i >= 0) {
+        const ocl_block *b = &m->blocks[i];
+        uint64_t off = addr - b->addr;
+        /* The range must fit; an empty range may sit at the very end. */
+        ok = off < b->size ? size <= b->size - off : off == b->size && size == 0;
+        if (ok) {
+            *out_mem = b->mem;
+            *out_offset = (size_t)off;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (!ok)
+        return dev->backend->host->set_error(
+            BP_ERR_INVALID_ARGUMENT,
+            "opencl:%d: %s: %zu bytes at device address %p are not inside one live "
+            "allocation of this device",
+            dev->index, what, size, ptr);
+    return BP_OK;
+}
+
+static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
+    ocl_device *dev = device;
+    const bp_host_services *host = dev->backend->host;
+    if (!out_ptr)
+        return host->set_error(BP_ERR_INVALID_ARGUMENT, "opencl:%d: alloc: out_ptr is NULL",
+                               dev->index);
+    *out_ptr = NULL;
+    ocl_memmap *m = &dev->mem;
+    size_t bytes = size ? size : 1;
+    pthread_mutex_lock(&m->lock);
+    uint64_t used = m->used;
+    pthread_mutex_unlock(&m->lock);
+    /* Drivers may allocate lazily, at first use: refuse what cannot fit up front. */
+    if ((uint64_t)bytes > dev->info.max_alloc || (uint64_t)bytes > dev->info.global_mem - used ||
+        used > dev->info.global_mem)
+        return host->set_error(BP_ERR_OUT_OF_MEMORY,
+                               "opencl:%d: out of device memory: requested %zu bytes, %llu of "
+                               "%llu in use (at most %llu bytes per buffer on this device)",
+                               dev->index, size, (unsigned long long)used,
+                               (unsigned long long)dev->info.global_mem,
+                               (unsigned long long)dev->info.max_alloc);
+    cl_int err = CL_SUCCESS;
+    cl_mem mem = dev->backend->api.clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL,
+                                                  &err);
+    if (!mem) {
+        if (err == CL_INVALID_BUFFER_SIZE || err == CL_MEM_OBJECT_ALLOCATION_FAILURE ||
+            err == CL_OUT_OF_RESOURCES || err == CL_OUT_OF_HOST_MEMORY)
+            return host->set_error(BP_ERR_OUT_OF_MEMORY,
+                                   "opencl:%d: out of device memory: clCreateBuffer of %zu "
+                                   "bytes failed with %s (%d)",
+                                   dev->index, size, ocl_error_name(err), (int)err);
+        return ocl_fail(dev, err, "clCreateBuffer");
+    }
+    pthread_mutex_lock(&m->lock);
+    if (m->n == m->cap) {
+        size_t ncap = m->cap ? 2 * m->cap : 64;
+        ocl_block *grown = realloc(m->blocks, ncap * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&m->lock);
+            dev->backend->api.clReleaseMemObject(mem);
+            return host->set_error(BP_ERR_OUT_OF_MEMORY,
+                                   "opencl:%d: out of host memory for the allocation table",
+                                   dev->index);
+        }
+        m->blocks = grown;
+        m->cap = ncap;
+    }
+    uint64_t addr = m->next_addr;
+    uint64_t span = ((uint64_t)bytes + OCL_ADDR_ALIGN - 1) / OCL_ADDR_ALIGN * OCL_ADDR_ALIGN;
+    m->next_addr = addr + span + OCL_ADDR_ALIGN;
+    m->blocks[m->n++] = (ocl_block){.addr = addr, .size = size, .mem = mem};
+    m->used += size;
+    pthread_mutex_unlock(&m->lock);
+    *out_ptr = (void *)(uintptr_t)addr;
+    return BP_OK;
+}
+
+/* The host frees only memory no pending work uses; OpenCL also keeps a released
+ * buffer alive until the commands using it are done. */
+static void mem_free(void *device, void *ptr) {
+    ocl_device *dev = device;
+    if (!ptr)
+        return;
+    ocl_memmap *m = &dev->mem;
+    uint64_t addr = (uint64_t)(uintptr_t)ptr;
+    cl_mem mem = NULL;
+    pthread_mutex_lock(&m->lock);
+    ptrdiff_t i = find_block(m, addr);
+    if (i >= 0 && m->blocks[i].addr == addr) {
+        mem = m->blocks[i].mem;
+        m->used -= m->blocks[i].size;
+        memmove(&m->blocks[i], &m->blocks[i + 1], (m->n - (size_t)i - 1) * sizeof *m->blocks);
+        m->n--;
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (mem)
+        dev->backend->api.clReleaseMemObject(mem);
+    else
+        dev->backend->host->log(BP_LOG_ERROR, OCL_NAME,
+                                "opencl:%d: free of %p, which is not a live allocation of this "
+                                "device: ignored",
+                                dev->index, ptr);
+}
+
+/* ---- copies ---- */
+
+static void CL_CALLBACK free_staging(cl_event ev, cl_int status, void *user) {
+    (void)ev;
+    (void)status;
+    free(user);
+}
+
+/* Host to device: the caller may reuse its memory as soon as we return, so the bytes
+ * go through a staging copy that the write's completion frees. */
+static bp_status copy_h2d(ocl_stream *s, void *dst, const void *src, size_t size) {
+    ocl_device *dev = s->device;
+    const ocl_api *api = &dev->backend->api;
+    cl_mem mem;
+    size_t off;
+    bp_status st = ocl_translate(dev, dst, size, &mem, &off, "copy to the device");
+    if (st != BP_OK)
+        return st;
+    void *staging = malloc(size);
+    if (!staging)
+        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
+                                             "opencl:%d: out of host memory staging a copy of "
+                                             "%zu bytes",
+                                             dev->index, size);
+    memcpy(staging, src, size);
+    cl_event ev = NULL;
+    pthread_mutex_lock(&s->lock);
+    cl_int err = api->clEnqueueWriteBuffer(s->queue, mem, CL_FALSE, off, size, staging, 0, NULL,
+                                           &ev);
+    if (err == CL_SUCCESS && api->clSetEventCallback(ev, CL_COMPLETE, free_staging, staging) !=
+                                 CL_SUCCESS) {
+        api->clWaitForEvents(1, &ev); /* no callback: wait here instead */
+        free(staging);
+    }
+    if (err == CL_SUCCESS)
+        ocl_stream_push_locked(s, ev);
+    pthread_mutex_unlock(&s->lock);
+    if (err != CL_SUCCESS) {
+        free(staging);
+        return ocl_fail(dev, err, "clEnqueueWriteBuffer");
+    }
+    return BP_OK;
+}
+
+/* Device to host: the host synchronizes the stream before it reads. */
+static bp_status copy_d2h(ocl_stream *s, void *dst, const void *src, size_t size) {
+    ocl_device *dev = s->device;
+    cl_mem mem;
+    size_t off;
+    bp_status st = ocl_translate(dev, src, size, &mem, &off, "copy from the device");
+    if (st != BP_OK)
+        return st;
+    cl_event ev = NULL;
+    pthread_mutex_lock(&s->lock);
+    cl_int err = dev->backend->api.clEnqueueReadBuffer(s->queue, mem, CL_FALSE, off, size, dst,
+                                                       0, NULL, &ev);
+    if (err == CL_SUCCESS)
+        ocl_stream_push_locked(s, ev);
+    pthread_mutex_unlock(&s->lock);
+    return err == CL_SUCCESS ? BP_OK : ocl_fail(dev, err, "clEnqueueReadBuffer");
+}
+
+/* Device to device. clEnqueueCopyBuffer refuses overlapping ranges of one buffer;
+ * those go through a temporary buffer (released at once: OpenCL keeps it until the
+ * two copies are done). */
+static bp_status copy_d2d(ocl_stream *s, void *dst, const void *src, size_t size) {
+    ocl_device *dev = s->device;
+    const ocl_api *api = &dev->backend->api;
+    cl_mem dmem, smem;
+    size_t doff, soff;
+    bp_status st = ocl_translate(dev, dst, size, &dmem, &doff, "device copy destination");
+    if (st == BP_OK)
+        st = ocl_translate(dev, src, size, &smem, &soff, "device copy source");
+    if (st != BP_OK)
+        return st;
+    if (dmem == smem && doff == soff)
+        return BP_OK;
+    bool overlap = dmem == smem && doff < soff + size && soff < doff + size;
+    cl_mem tmp = NULL;
+    cl_int err = CL_SUCCESS;
+    if (overlap) {
+        tmp = api->clCreateBuffer(dev->context, CL_MEM_READ_WRITE, size, NULL, &err);
+        if (!tmp)
+            return ocl_fail(dev, err, "clCreateBuffer (an overlapping copy's temporary)");
+    }
+    cl_event ev = NULL;
+    pthread_mutex_lock(&s->lock);
+    if (tmp) {
+        cl_event first = NULL;
+        err = api->clEnqueueCopyBuffer(s->queue, smem, tmp, soff, 0, size, 0, NULL, &first);
+        if (err == CL_SUCCESS) {
+            ocl_stream_push_locked(s, first);
+            err = api->clEnqueueCopyBuffer(s->queue, tmp, dmem, 0, doff, size, 0, NULL, &ev);
+        }
+    } else {
+        err = api->clEnqueueCopyBuffer(s->queue, smem, dmem, soff, doff, size, 0, NULL, &ev);
+    }
+    if (err == CL_SUCCESS)
+        ocl_stream_push_locked(s, ev);
+    pthread_mutex_unlock(&s->lock);
+    if (tmp)
+        api->clReleaseMemObject(tmp);
+    return err == CL_SUCCESS ? BP_OK : ocl_fail(dev, err, "clEnqueueCopyBuffer");
+}
+
+static bp_status mem_copy_async(void *stream, void *dst, const void *src, size_t size,
+                                bp_copy_kind kind) {
+    ocl_stream *s = stream;
+    ocl_device *dev = s->device;
+    const bp_host_services *host = dev->backend->host;
+    if (size == 0)
+        return BP_OK;
+    if (!dst || !src)
+        return host->set_error(BP_ERR_INVALID_ARGUMENT,
+                               "opencl:%d: copy of %zu bytes: the %s is NULL", dev->index, size,
+                               dst ? "source" : "destination");
+    switch (kind) {
+    case BP_COPY_HOST_TO_DEVICE: return copy_h2d(s, dst, src, size);
+    case BP_COPY_DEVICE_TO_HOST: return copy_d2h(s, dst, src, size);
+    case BP_COPY_DEVICE_TO_DEVICE: return copy_d2d(s, dst, src, size);
+    default:
+        return host->set_error(BP_ERR_INVALID_ARGUMENT, "opencl:%d: copy: unknown copy kind %d",
+                               dev->index, (int)kind);
+    }
+}
+
+static bp_status mem_memset_async(void *stream, void *ptr, int value, size_t size) {
+    ocl_stream *s = stream;
+    ocl_device *dev = s->device;
+    if (size == 0)
+        return BP_OK;
+    cl_mem mem;
+    size_t off;
+    bp_status st = ocl_translate(dev, ptr, size, &mem, &off, "memset");
+    if (st != BP_OK)
+        return st;
+    cl_uchar byte = (cl_uchar)value;
+    cl_event ev = NULL;
+    pthread_mutex_lock(&s->lock);
+    cl_int err = dev->backend->api.clEnqueueFillBuffer(s->queue, mem, &byte, 1, off, size, 0,
+                                                       NULL, &ev);
+    if (err == CL_SUCCESS)
+        ocl_stream_push_locked(s, ev);
+    pthread_mutex_unlock(&s->lock);
+    return err == CL_SUCCESS ? BP_OK : ocl_fail(dev, err, "clEnqueueFillBuffer");
+}
+
+const bp_memory_vtable ocl_memory_vtable = {
+    .struct_size = sizeof(bp_memory_vtable),
+    .alloc = mem_alloc,
+    .free = mem_free,
+    .host_alloc = NULL, /* no BP_CAP_PINNED_HOST: the host uses aligned malloc */
+    .host_free = NULL,
+    .copy_async = mem_copy_async,
+    .copy_peer_async = NULL, /* no BP_CAP_PEER_COPY: the host stages through host memory */
+    .memset_async = mem_memset_async,
+};

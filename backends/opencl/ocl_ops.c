@@ -1,0 +1,668 @@
+/* opencl: the op kernels. Each function prepares the tensor arguments of one op call
+ * (buffers, offsets, planned descriptors), gets its program's kernel for the dtype
+ * (built at first use) and enqueues it on the call's stream. Ops with nothing to
+ * compute (no output elements) enqueue nothing. The kernels themselves are in
+ * kernels/NAME.cl; docs/ops.md has the semantics they follow. */
+#include "ocl_launch.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define CALL_STREAM(call) ((ocl_stream *)(call)->stream)
+
+/* ---- fill values, converted on the host like the cpu kernels do ---- */
+
+/* d rounded to f32 "to odd": the bracketing float whose last bit is set when d is not
+ * exact, so that rounding it again to a narrower float is one rounding of d. */
+static float odd_float(double d) {
+    float f = (float)d;
+    if (!isfinite(f) || (double)f == d)
+        return f;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    if (!(bits & 1u))
+        f = nextafterf(f, d > (double)f ? INFINITY : -INFINITY);
+    return f;
+}
+
+static uint16_t to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+static uint16_t to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return (uint16_t)(sign | 0x7e00u);
+    if (a >= 0x477ff000u)
+        return (uint16_t)(sign | 0x7c00u);
+    if (a < 0x38800000u) { /* subnormal: whole units of 2^-24, to nearest even */
+        float mag;
+        memcpy(&mag, &a, sizeof mag);
+        return (uint16_t)(sign | (uint32_t)lrintf(mag * 16777216.0f));
+    }
+    uint32_t r = a + 0xfffu + ((a >> 13) & 1u);
+    return (uint16_t)(sign | ((r - (112u << 23)) >> 13));
+}
+
+/* Truncation toward zero; NaN gives 0, values beyond int64 saturate. */
+static int64_t trunc_i64(double d) {
+    if (isnan(d))
+        return 0;
+    if (d >= 9223372036854775808.0)
+        return INT64_MAX;
+    if (d <= -9223372036854775808.0)
+        return INT64_MIN;
+    return (int64_t)d;
+}
+
+/* The bits of `v` stored as dtype dt (in the low bytes). */
+static cl_ulong fill_bits(bp_dtype dt, double v) {
+    switch (dt) {
+    case BP_DTYPE_F32: {
+        float f = (float)v;
+        uint32_t b;
+        memcpy(&b, &f, sizeof b);
+        return b;
+    }
+    case BP_DTYPE_F64: {
+        uint64_t b;
+        memcpy(&b, &v, sizeof b);
+        return b;
+    }
+    case BP_DTYPE_F16: return to_f16(odd_float(v));
+    case BP_DTYPE_BF16: return to_bf16(odd_float(v));
+    case BP_DTYPE_BOOL: return v != 0;
+    case BP_DTYPE_I8:
+    case BP_DTYPE_U8: return (uint8_t)(uint64_t)trunc_i64(v);
+    case BP_DTYPE_I32: return (uint32_t)(uint64_t)trunc_i64(v);
+    default: return (uint64_t)trunc_i64(v);
+    }
+}
+
+/* ---- helpers ---- */
+
+static bp_status get_kernel(ocl_stream *s, ocl_program_id id, int variant, const char *name,
+                            ocl_kernel **k) {
+    return ocl_get_kernel(s->device, id, variant, name, k);
+}
+
+static bool contiguous_1d(const ocl_targ *a) {
+    return a->d.ndim == 1 && (a->d.stride[0] == 1 || a->d.shape[0] == 1);
+}
+
+/* A contiguous fill: clEnqueueFillBuffer with the element as the pattern. */
+static bp_status fill_buffer(ocl_stream *s, const ocl_targ *t, size_t esize, cl_ulong bits,
+                             int64_t n) {
+    const ocl_api *api = &s->device->backend->api;
+    union {
+        cl_uchar b1;
+        cl_ushort b2;
+        cl_uint b4;
+        cl_ulong b8;
+    } pat;
+    switch (esize) {
+    case 1: pat.b1 = (cl_uchar)bits; break;
+    case 2: pat.b2 = (cl_ushort)bits; break;
+    case 4: pat.b4 = (cl_uint)bits; break;
+    default: pat.b8 = bits; break;
+    }
+    cl_event ev = NULL;
+    pthread_mutex_lock(&s->lock);
+    cl_int err = api->clEnqueueFillBuffer(s->queue, t->mem, &pat, esize, (size_t)t->d.off * esize,
+                                          (size_t)n * esize, 0, NULL, &ev);
+    if (err == CL_SUCCESS)
+        ocl_stream_push_locked(s, ev);
+    pthread_mutex_unlock(&s->lock);
+    return err == CL_SUCCESS ? BP_OK : ocl_fail(s->device, err, "fill (clEnqueueFillBuffer)");
+}
+
+/* out = in (one dtype), in broadcast to out's shape. */
+static bp_status move(ocl_stream *s, const bp_tensor_desc *out, const bp_tensor_desc *in,
+                      const char *what) {
+    ocl_device *dev = s->device;
+    int64_t n = ocl_numel(out);
+    if (n == 0)
+        return BP_OK;
+    size_t es = ocl_dtype_size(out->dtype);
+    ocl_targ t[2];
+    bp_status st = ocl_tensor_arg(dev, out, NULL, &t[0], what);
+    if (st == BP_OK)
+        st = ocl_tensor_arg(dev, in, t[0].mem, &t[1], what);
+    if (st != BP_OK)
+        return st;
+    ocl_plan_elementwise(out, 1, &in, t);
+    bool same_range = t[0].mem == t[1].mem && t[0].d.off < t[1].d.off + n &&
+                      t[1].d.off < t[0].d.off + n;
+    if (contiguous_1d(&t[0]) && contiguous_1d(&t[1]) && !same_range) {
+        const ocl_api *api = &dev->backend->api;
+        cl_event ev = NULL;
+        pthread_mutex_lock(&s->lock);
+        cl_int err = api->clEnqueueCopyBuffer(s->queue, t[1].mem, t[0].mem,
+                                              (size_t)t[1].d.off * es, (size_t)t[0].d.off * es,
+                                              (size_t)n * es, 0, NULL, &ev);
+        if (err == CL_SUCCESS)
+            ocl_stream_push_locked(s, ev);
+        pthread_mutex_unlock(&s->lock);
+        if (err != CL_SUCCESS) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "%s (clEnqueueCopyBuffer)", what);
+            return ocl_fail(dev, err, msg);
+        }
+        return BP_OK;
+    }
+    ocl_kernel *k;
+    if ((st = get_kernel(s, OCL_PROG_MOVE, (int)es, "k_move", &k)) != BP_OK)
+        return st;
+    cl_long nn = n;
+    ocl_karg args[] = {KARG(t[0].mem), KARG(t[0].d), KARG(t[1].mem), KARG(t[1].d), KARG(nn)};
+    return ocl_launch_1d(s, k, what, 5, args, n);
+}
+
+/* ---- fill, copy, cat ---- */
+
+static bp_status op_fill(const bp_kernel_call *call) {
+    ocl_stream *s = CALL_STREAM(call);
+    const bp_tensor_desc *out = call->outputs[0];
+    int64_t n = ocl_numel(out);
+    if (n == 0)
+        return BP_OK;
+    const bp_fill_attrs *a = call->attrs;
+    cl_ulong bits = fill_bits(out->dtype, a ? a->value : 0.0);
+    size_t es = ocl_dtype_size(out->dtype);
+    ocl_targ t;
+    bp_status st = ocl_tensor_arg(s->device, out, NULL, &t, "fill");
+    if (st != BP_OK)
+        return st;
+    ocl_plan_elementwise(out, 0, NULL, &t);
+    if (contiguous_1d(&t))
+        return fill_buffer(s, &t, es, bits, n);
+    ocl_kernel *k;
+    if ((st = get_kernel(s, OCL_PROG_MOVE, (int)es, "k_fill", &k)) != BP_OK)
+        return st;
+    cl_long nn = n;
+    ocl_karg args[] = {KARG(t.mem), KARG(t.d), KARG(nn), KARG(bits)};
+    return ocl_launch_1d(s, k, "fill", 4, args, n);
+}
+
+/* copy's kernel is the destination dtype's; the source may be any dtype. */
+static bp_status op_copy(const bp_kernel_call *call) {
+    ocl_stream *s = CALL_STREAM(call);
+    const bp_tensor_desc *out = call->outputs[0], *in = call->inputs[0];
+    if (in->dtype == out->dtype)
+        return move(s, out, in, "copy");
+    int64_t n = ocl_numel(out);
+    if (n == 0)
+        return BP_OK;
+    ocl_targ t[2];
+    bp_status st = ocl_tensor_arg(s->device, out, NULL, &t[0], "copy");
+    if (st == BP_OK)
+        st = ocl_tensor_arg(s->device, in, t[0].mem, &t[1], "copy");
+    if (st != BP_OK)
+        return st;
+    ocl_plan_elementwise(out, 1, &in, t);
+    ocl_kernel *k;
+    if ((st = get_kernel(s, OCL_PROG_CONVERT, out->dtype, "k_convert", &k)) != BP_OK)
+        return st;
+    cl_int sdt = in->dtype;
+    cl_long nn = n;
+    ocl_karg args[] = {KARG(t[0].mem), KARG(t[0].d), KARG(t[1].mem), KARG(t[1].d), KARG(sdt),
+                       KARG(nn)};
+    return ocl_launch_1d(s, k, "copy", 6, args, n);
+}
+
+/* Each input moves into its slice of the output along attrs->dim. */
+static bp_status op_cat(const bp_kernel_call *call) {
+    ocl_stream *s = CALL_STREAM(call);
+    const bp_cat_attrs *a = call->attrs;
+    const bp_tensor_desc *out = call->outputs[0];
+    int dim = a ? a->dim : 0;
+    int64_t es = (int64_t)ocl_dtype_size(out->dtype), start = 0;
+    for (int i = 0; i < call->n_inputs; i++) {
+        const bp_tensor_desc *in = call->inputs[i];
+        if (ocl_numel(in) > 0) {
+            bp_tensor_desc part = *out;
+            part.shape[dim] = in->shape[dim];
+            part.data = (char *)out->data + start * out->strides[dim] * es;
+            bp_status st = move(s, &part, in, "cat");
+            if (st != BP_OK)
+                return st;
+        }
+        start += in->shape[dim];
+    }
+    return BP_OK;
+}
+
+/* ---- elementwise ---- */
+
+enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV };
+enum { UN_SCALE, UN_EXP, UN_TANH, UN_SILU, UN_GELU };
+
+static bp_status op_binary(const bp_kernel_call *call) {
+    ocl_stream *s = CALL_STREAM(call);
+    const bp_tensor_desc *out = call->outputs[0];
+    int64_t n = ocl_numel(out);
+    if (n == 0)
+        return BP_OK;
+    ocl_targ t[3];
+    bp_status st = ocl_tensor_arg(s->device, out, NULL, &t[0], call->op_name);
+    for (int i = 0; i < 2 && st == BP_OK; i++)
+        st = ocl_tensor_arg(s->device, call->inputs[i], t[0].mem, &t[1 + i], call->op_name);
+    if (st != BP_OK)
+        return st;
+    ocl_plan_elementwise(out, 2, call->inputs, t);
+    ocl_kernel *k;
+    if ((st = get_kernel(s, OCL_PROG_ELEMWISE, call->dtype, "k_binary", &k)) != BP_OK)
+        return st;
+    cl_int op = (cl_int)(intptr_t)call->kernel_data;
+    cl_long nn = n;
+    ocl_karg args[] = {KARG(t[0].mem), KARG(t[0].d), KARG(t[1].mem), KARG(t[1].d),
+                       KARG(t[2].mem), KARG(t[2].d), KARG(op),       KARG(nn)};
+    return ocl_launch_1d(s, k, call->op_name, 8, args, n);
+}
+
+static bp_status op_unary(const bp_kernel_call *call) {
+    ocl_stream *s = CALL_STREAM(call);
+    const bp_tensor_desc *out = call->outputs[0];
+    int64_t n = ocl_numel(out);
+    if (n == 0)
+        return BP_OK;
+    cl_int op = (cl_int)(intptr_t)call->kernel_data;
+    cl_float p = 0.0f;
+    if (op == UN_SCALE)
+        p = call->attrs ? (float)((const bp_scale_attrs *)call->attrs)->alpha : 1.0f;
+    else if (op == UN_GELU)
+        p = call->attrs && ((const bp_gelu_attrs *)call->attrs)->approximate_tanh ? 1.0f : 0.0f;
+    ocl_targ t[2];
+    bp_status st = ocl_tensor_arg(s->device, out, NULL, &t[0], call->op_name);
+    if (st == BP_OK)
+        st = ocl_tensor_arg(s->device, call->inputs[0], t[0].mem, &t[1], call->op_name);
+    if (st != BP_OK)
+        return st;
+    ocl_plan_elementwise(out, 1, call->inputs, t);
+    ocl_kernel *k;
+    if ((st = get_kernel(s, OCL_PROG_ELEMWISE, call->dtype, "k_unary", &k)) != BP_OK)
+        return st;
+    cl_long nn = n;
+    ocl_karg args[] = {KARG(t[0].mem), KARG(t[0].d), KARG(t[1].mem), KARG(t[1].d),
+                       KARG(op),       KARG(p),      KARG(nn)};
+    return ocl_launch_1d(s, k, call->op_name, 7, args, n);
+}
+
+/* where moves elements: one kernel per element size serves every dtype. */
+static bp_status op_where(const bp_kernel_call *call) {
+    ocl_stream *s = CALL_STREAM(call);
+    const bp_tensor_desc *out = call->outputs[0];
+    int64_t n = ocl_numel(out);
+    if (n == 0)
+        return BP_OK;
+    ocl_targ t[4];
+    bp_status st = ocl_tensor_arg(s->device, out, NULL, &t[0], "where");
+    for (int i = 0; i < 3 && st == BP_OK; i++)
+        st = ocl_tensor_arg(s->device, call->inputs[i], t[0].mem, &t[1 + i], "where");
+    if (st != BP_OK)
+        return st;
+    ocl_plan_elementwise(out, 3, call->inputs, t);
+    ocl_kernel *k;
+    if ((st = get_kernel(s, OCL_PROG_MOVE, (int)ocl_dtype_size(out->dtype), "k_where", &k)) !=
+        BP_OK)
+        return st;
+    cl_long nn = n;
+    ocl_karg args[] = {KARG(t[0].mem), KARG(t[0].d), KARG(t[1].mem), KARG(t[1].d), KARG(t[2].mem),
+                       KARG(t[2].d),   KARG(t[3].mem), KARG(t[3].d), KARG(nn)};
+    return ocl_launch_1d(s, k, "where", 9, args, n);
+}
+
+/* ---- rows: reductions, softmax, norms, rope ---- */
+
+/* A row op's layout: the rows of `len` elements along dim `dim` of `in`, and t[0] / t[1]
+ * describing, per row, where the output's and the input's row start. */
+typedef struct rows {
+    ocl_targ t[2]; /* out, in */
+    int64_t count; /* rows */
+    cl_long len, is, os;
+} rows;
+
+/* out has in's dims when `out_has_dim` (the row dim of size len or 1), else in's dims
+ * without `dim`. A scalar input is one row of one element. */
+static bp_status plan_rows(ocl_stream *s, const bp_tensor_desc *in, const bp_tensor_desc *out,
+                           int dim, bool out_has_dim, const char *what, rows *r) {
+    bp_status st = ocl_tensor_arg(s->device, out, NULL, &r->t[0], what);
+    if (st == BP_OK)
+        st = ocl_tensor_arg(s->device, in, r->t[0].mem, &r->t[1], what);
+    if (st != BP_OK)
+        return st;
+    int64_t shape[OCL_MAXD], strides[2][OCL_MAXD];
+    int m = 0;
+    r->count = 1;
+    for (int d = 0; d < in->ndim; d++) {
+        if (d == dim)
+            continue;
+        shape[m] = in->shape[d];
+        strides[0][m] = out->strides[out_has_dim || d < dim ? d : d - 1];
+        strides[1][m] = in->strides[d];
+        r->count *= in->shape[d];
+        m++;
+    }
+    r->len = in->ndim ? in->shape[dim] : 1;
+    r->is = in->ndim ? in->strides[dim] : 0;
+    r->os = in->ndim && out_has_dim ? out->strides[dim] : 0;
+    ocl_plan(2, r->t, m, shape, (const int64_t(*)[OCL_MAXD])strides);
+    return BP_OK;
+}
+
+static bp_status launch_rows(ocl_stream *s, ocl_kernel *k, const char *what, int nargs,
+                             const ocl_karg *args, int64_t count) {
+    size_t local = s->device->wg, global = (size_t)count * local;
+    return ocl_launch(s, k, what, nargs, args, 1, &global, &local);
+}
+
+enum { RED_SUM, RED_MAX, RED_MEAN };
+
+static bp_status op_reduce(const bp_kernel_call *call) {
+    ocl_stream *s = CALL_STREAM(call);
+    const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
+    if (ocl_numel(out) == 0)
+        return BP_OK;
+    const bp_reduce_attrs *a = call->attrs;
+    int dim = a && in->ndim ? a->dim : 0;
+    rows r;
+    bp_status st = plan_rows(s, in, out, dim, out->ndim == in->ndim, call->op_name, &r);
+    if (st != BP_OK)
+        return st;
+    ocl_kernel *k;
+    if ((st = get_kernel(s, OCL_PROG_REDUCE, call->dtype, "k_reduce", &k)) != BP_OK)
+        return st;
+    cl_int op = (cl_int)(intptr_t)call->kernel_data;
+    ocl_karg args[] = {KARG(r.t[0].mem), KARG(r.t[0].d), KARG(r.t[1].mem), KARG(r.t[1].d),
+                       KARG(r.len),      KARG(r.is),     KARG(op)};
+    return launch_rows(s, k, call->op_name, 7, args, r.count);
+}
+
+static bp_status op_softmax(const bp_kernel_call *call) {
+    ocl_stream *s = CALL_STREAM(call);
+    const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
+    if (ocl_numel(out) == 0)
+        return BP_OK;
+    const bp_softmax_attrs *a = call->attrs;
+    rows r;
+    bp_status st = plan_rows(s, in, out, in->ndim - 1, true, "softmax", &r);
+    if (st != BP_OK)
+        return st;
+    ocl_kernel *k;
+    if ((st = get_kernel(s, OCL_PROG_REDUCE, call->dtype, "k_softmax", &k)) != BP_OK)
+        return st;
+    cl_float scale = a ? a->scale : 1.0f;
+    cl_int causal = a ? a->causal : 0;
+    cl_long sq = in->ndim >= 2 ? in->shape[in->ndim - 2] : 1;
+    ocl_karg args[] = {KARG(r.t[0].mem), KARG(r.t[0].d), KARG(r.t[1].mem), KARG(r.t[1].d),
+                       KARG(r.len),      KARG(r.is),     KARG(r.os),       KARG(scale),
+                       KARG(causal),     KARG(sq)};
+    return launch_rows(s, k, "softmax", 10, args, r.count);
+}
+
+/* A per-feature vector (weight, bias): its buffer, offset and stride, or absent. */
+typedef struct vec_arg {
+    cl_mem mem;
+    cl_long off, stride;
+    cl_int present;
+} vec_arg;
+
+static bp_status vector_arg(ocl_stream *s, const bp_kernel_call *call, int index, cl_mem empty,
+                            vec_arg *v) {
+    memset(v, 0, sizeof *v);
+    v->mem = empty;
+    if (call->n_inputs <= index || !call->inputs[index])
+        return BP_OK;
+    ocl_targ t;
+    bp_status st = ocl_tensor_arg(s->device, call->inputs[index], empty, &t, call->op_name);
+    if (st != BP_OK)
+        return st;
+    v->mem = t.mem;
+    v->off = t.d.off;
+    v->stride = t.d.ndim ? t.d.stride[0] : 0;
+    v->present = 1;
+    return BP_OK;
+}
+
+static bp_status op_norm(const bp_kernel_call *call) {
+    ocl_stream *s = CALL_STREAM(call);
+    const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
+    if (ocl_numel(out) == 0)
+        return BP_OK;
+    bool layer = (intptr_t)call->kernel_data != 0;
+    const bp_norm_attrs *a = call->attrs;
+    cl_float eps = a ? a->eps : 0.0f;
+    rows r;
+    bp_status st = plan_rows(s, in, out, in->ndim - 1, true, call->op_name, &r);
+    vec_arg w, b;
+    if (st == BP_OK)
+        st = vector_arg(s, call, 1, r.t[0].mem, &w);
+    if (st == BP_OK)
+        st = vector_arg(s, call, 2, r.t[0].mem, &b);
+    if (st != BP_OK)
+        return st;
+    ocl_kernel *k;
+    if ((st = get_kernel(s, OCL_PROG_NORM, call->dtype, layer ? "k_layernorm" : "k_rmsnorm", &k)) !=
+        BP_OK)
+        return st;
+    if (!layer) {
+        ocl_karg args[] = {KARG(r.t[0].mem), KARG(r.t[0].d), KARG(r.t[1].mem), KARG(r.t[1].d),
+                           KARG(r.len),      KARG(r.is),     KARG(r.os),       KARG(w.mem),
+                           KARG(w.off),      KARG(w.stride), KARG(w.present),  KARG(eps)};
+        return launch_rows(s, k, "rmsnorm", 12, args, r.count);
+    }
+    ocl_karg args[] = {KARG(r.t[0].mem), KARG(r.t[0].d), KARG(r.t[1].mem), KARG(r.t[1].d),
+                       KARG(r.len),      KARG(r.is),     KARG(r.os),       KARG(w.mem),
+                       KARG(w.off),      KARG(w.stride), KARG(w.present),  KARG(b.mem),
+                       KARG(b.off),      KARG(b.stride), KARG(b.present),  KARG(eps)};
+    return launch_rows(s, k, "layernorm", 16, args, r.count);
+}
+
+static bp_status op_rope(const bp_kernel_call *call) {
+    ocl_stream *s = CALL_STREAM(call);
+    const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
+    if (ocl_numel(out) == 0)
+        return BP_OK;
+    const bp_rope_attrs *a = call->attrs;
+    rows r;
+    bp_status st = plan_rows(s, in, out, in->ndim - 1, true, "rope", &r);
+    if (st != BP_OK)
+        return st;
+    int64_t n = r.count * (r.len / 2);
+    if (n == 0)
+        return BP_OK;
+    ocl_kernel *k;
+    if ((st = get_kernel(s, OCL_PROG_NORM, call->dtype, "k_rope", &k)) != BP_OK)
+        return st;
+    cl_long seq = in->ndim >= 2 ? in->shape[in->ndim - 2] : 1, nn = n;
+    cl_float theta = a ? a->theta : 10000.0f;
+    cl_int pos = a ? a->position_offset : 0, inter = a ? a->interleaved : 0;
+    ocl_karg args[] = {KARG(r.t[0].mem), KARG(r.t[0].d), KARG(r.t[1].mem), KARG(r.t[1].d),
+                       KARG(r.len),      KARG(r.is),     KARG(r.os),       KARG(seq),
+                       KARG(theta),      KARG(pos),      KARG(inter),      KARG(nn)};
+    return ocl_launch_1d(s, k, "rope", 12, args, n);
+}
+
+/* ---- matmul ---- */
+
+/* Batch strides of operand t (nb_t batch dims) aligned to out's nb batch dims (stride
+ * 0 where it broadcasts), then its matrix strides (rows, cols) after the transpose. */
+static void matmul_operand(ocl_targ *arg, const bp_tensor_desc *t, const bp_tensor_desc *out,
+                           int nb, int trans) {
+    int tb = t->ndim - 2, lead = nb - tb;
+    for (int d = 0; d < nb; d++) {
+        int di = d - lead;
+        arg->d.shape[d] = out->shape[d];
+        arg->d.stride[d] = di < 0 || t->shape[di] == 1 ? 0 : t->strides[di];
+    }
+    int64_t rs = t->strides[t->ndim - 2], cs = t->strides[t->ndim - 1];
+    arg->d.shape[nb] = t->shape[t->ndim - (trans ? 1 : 2)];
+    arg->d.shape[nb + 1] = t->shape[t->ndim - (trans ? 2 : 1)];
+    arg->d.stride[nb] = trans ? cs : rs;
+    arg->d.stride[nb + 1] = trans ? rs : cs;
+    arg->d.ndim = nb + 2;
+}
+
+static bp_status op_matmul(const bp_kernel_call *call) {
+    ocl_stream *s = CALL_STREAM(call);
+    const bp_tensor_desc *a = call->inputs[0], *b = call->inputs[1], *out = call->outputs[0];
+    const bp_matmul_attrs *at = call->attrs;
+    int ta = at ? at->trans_a : 0, tb = at ? at->trans_b : 0;
+    if (ocl_numel(out) == 0)
+        return BP_OK;
+    int nb = out->ndim - 2;
+    ocl_targ t[3];
+    bp_status st = ocl_tensor_arg(s->device, out, NULL, &t[0], "matmul");
+    if (st == BP_OK)
+        st = ocl_tensor_arg(s->device, a, t[0].mem, &t[1], "matmul");
+    if (st == BP_OK)
+        st = ocl_tensor_arg(s->device, b, t[0].mem, &t[2], "matmul");
+    if (st != BP_OK)
+        return st;
+    matmul_operand(&t[1], a, out, nb, ta);
+    matmul_operand(&t[2], b, out, nb, tb);
+    cl_long M = out->shape[nb], N = out->shape[nb + 1], K = t[1].d.shape[nb + 1];
+    int64_t batches = 1;
+    for (int d = 0; d < nb; d++)
+        batches *= out->shape[d];
+    ocl_kernel *k;
+    if ((st = get_kernel(s, OCL_PROG_MATMUL, call->dtype, "k_matmul", &k)) != BP_OK)
+        return st;
+    cl_int nbi = nb;
+    /* TS x TS work-items per BM x BM block of c (kernels/matmul.cl: BM = WPT TS). */
+    size_t ts = (size_t)ocl_matmul_tile(s->device), bm = OCL_MATMUL_WPT * ts;
+    size_t local[3] = {ts, ts, 1};
+    size_t global[3] = {((size_t)N + bm - 1) / bm * ts, ((size_t)M + bm - 1) / bm * ts,
+                        (size_t)batches};
+    ocl_karg args[] = {KARG(t[0].mem), KARG(t[0].d), KARG(t[1].mem), KARG(t[1].d), KARG(t[2].mem),
+                       KARG(t[2].d),   KARG(M),      KARG(N),       KARG(K),      KARG(nbi)};
+    return ocl_launch(s, k, "matmul", 10, args, 3, global, local);
+}
+
+/* ---- sdpa ---- */
+
+static bp_status op_sdpa(const bp_kernel_call *call) {
+    ocl_stream *s = CALL_STREAM(call);
+    ocl_device *dev = s->device;
+    const bp_tensor_desc *q = call->inputs[0], *kt = call->inputs[1], *v = call->inputs[2];
+    const bp_tensor_desc *out = call->outputs[0];
+    if (ocl_numel(out) == 0)
+        return BP_OK;
+    const bp_sdpa_attrs *a = call->attrs;
+    cl_long H = q->shape[1], Sq = q->shape[2], D = q->shape[3];
+    cl_long Hkv = kt->shape[1], Sk = kt->shape[2];
+    cl_long group = Hkv > 0 ? H / Hkv : 1;
+    cl_float scale = a && a->scale != 0.0f ? a->scale : 1.0f / sqrtf((float)D);
+    cl_float softcap = a ? a->softcap : 0.0f;
+    cl_int causal = a ? a->causal : 0;
+    cl_long window = a ? a->window : 0;
+    /* Many query rows: the kernel with a work-item per row and the keys staged in local
+     * memory, when it fits; else a work-group per row (keys spread over work-items). */
+    size_t wg = dev->wg, fl = sizeof(float);
+    size_t rows_bytes = (2 * (size_t)D * wg + 2 * (size_t)OCL_SDPA_SBK * (size_t)D +
+                         (size_t)OCL_SDPA_SBK * wg) * fl;
+    size_t row_bytes = 2 * (size_t)D * fl;
+    uint64_t room = dev->info.local_mem > 4096 ? dev->info.local_mem - 4096 : 0;
+    bool many = Sq >= (cl_long)(wg / 4) && rows_bytes <= room;
+    if (!many && row_bytes + 2 * wg * fl > room)
+        return dev->backend->host->set_error(
+            BP_ERR_UNSUPPORTED,
+            "opencl:%d: sdpa: head dim %lld needs %zu bytes of local memory; the device has "
+            "%llu",
+            dev->index, (long long)D, row_bytes + 2 * wg * fl,
+            (unsigned long long)dev->info.local_mem);
+    ocl_targ t[4];
+    bp_status st = ocl_tensor_arg(dev, out, NULL, &t[0], "sdpa");
+    if (st == BP_OK)
+        st = ocl_tensor_arg(dev, q, t[0].mem, &t[1], "sdpa");
+    if (st == BP_OK)
+        st = ocl_tensor_arg(dev, kt, t[0].mem, &t[2], "sdpa");
+    if (st == BP_OK)
+        st = ocl_tensor_arg(dev, v, t[0].mem, &t[3], "sdpa");
+    vec_arg alibi = {.mem = t[0].mem};
+    if (st == BP_OK && (!a || a->has_alibi))
+        st = vector_arg(s, call, 3, t[0].mem, &alibi);
+    if (st != BP_OK)
+        return st;
+    ocl_kernel *k;
+    if ((st = get_kernel(s, OCL_PROG_SDPA, call->dtype, many ? "k_sdpa_rows" : "k_sdpa", &k)) !=
+        BP_OK)
+        return st;
+    ocl_karg args[] = {
+        KARG(t[0].mem),  KARG(t[0].d),     KARG(t[1].mem),       KARG(t[1].d),
+        KARG(t[2].mem),  KARG(t[2].d),     KARG(t[3].mem),       KARG(t[3].d),
+        KARG(alibi.mem), KARG(alibi.off),  KARG(alibi.stride),   KARG(alibi.present),
+        KARG(H),         KARG(group),      KARG(Sq),             KARG(Sk),
+        KARG(D),         KARG(scale),      KARG(softcap),        KARG(causal),
+        KARG(window),    KLOCAL(D * wg * fl), KLOCAL(D * wg * fl),
+        KLOCAL(OCL_SDPA_SBK * D * fl), KLOCAL(OCL_SDPA_SBK * D * fl),
+        KLOCAL(OCL_SDPA_SBK * wg * fl)};
+    int64_t bh = q->shape[0] * H;
+    if (many)
+        return launch_rows(s, k, "sdpa", 26, args, bh * ((Sq + (cl_long)wg - 1) / (cl_long)wg));
+    args[21] = KLOCAL(D * fl);
+    args[22] = KLOCAL(D * fl);
+    return launch_rows(s, k, "sdpa", 23, args, bh * Sq);
+}
+
+/* ---- registration ---- */
+
+#define ALL_DTYPES 0x1ffu
+#define FLOAT_DTYPES \
+    (BP_DTYPE_BIT(BP_DTYPE_F32) | BP_DTYPE_BIT(BP_DTYPE_F16) | BP_DTYPE_BIT(BP_DTYPE_BF16))
+#define ARITH_DTYPES (FLOAT_DTYPES | BP_DTYPE_BIT(BP_DTYPE_I32) | BP_DTYPE_BIT(BP_DTYPE_I64))
+
+typedef struct op_entry {
+    const char *op;
+    bp_kernel_fn fn;
+    intptr_t code; /* the kernel_data: which op of a shared function */
+    uint32_t dtypes;
+} op_entry;
+
+static const op_entry op_table[] = {
+    {"fill", op_fill, 0, ALL_DTYPES},
+    {"copy", op_copy, 0, ALL_DTYPES},
+    {"cat", op_cat, 0, ALL_DTYPES},
+    {"where", op_where, 0, ALL_DTYPES},
+    {"add", op_binary, BIN_ADD, ARITH_DTYPES},
+    {"sub", op_binary, BIN_SUB, ARITH_DTYPES},
+    {"mul", op_binary, BIN_MUL, ARITH_DTYPES},
+    {"div", op_binary, BIN_DIV, FLOAT_DTYPES},
+    {"scale", op_unary, UN_SCALE, FLOAT_DTYPES},
+    {"exp", op_unary, UN_EXP, FLOAT_DTYPES},
+    {"tanh", op_unary, UN_TANH, FLOAT_DTYPES},
+    {"silu", op_unary, UN_SILU, FLOAT_DTYPES},
+    {"gelu", op_unary, UN_GELU, FLOAT_DTYPES},
+    {"sum", op_reduce, RED_SUM, ARITH_DTYPES},
+    {"max", op_reduce, RED_MAX, ARITH_DTYPES},
+    {"mean", op_reduce, RED_MEAN, FLOAT_DTYPES},
+    {"softmax", op_softmax, 0, FLOAT_DTYPES},
+    {"rmsnorm", op_norm, 0, FLOAT_DTYPES},
+    {"layernorm", op_norm, 1, FLOAT_DTYPES},
+    {"rope", op_rope, 0, FLOAT_DTYPES},
+    {"matmul", op_matmul, 0, FLOAT_DTYPES},
+    {"sdpa", op_sdpa, 0, FLOAT_DTYPES},
+};
+
+bp_status ocl_register_kernels(const bp_host_services *host) {
+    for (size_t i = 0; i < sizeof op_table / sizeof op_table[0]; i++) {
+        const op_entry *e = &op_table[i];
+        for (int dt = 0; dt < BP_DTYPE_COUNT; dt++) {
+            if (!(e->dtypes & BP_DTYPE_BIT(dt)))
+                continue;
+            bp_status st = host->register_kernel(OCL_NAME, e->op, (bp_dtype)dt, e->fn,
+                                                 (void *)e->code, 0);
+            if (st != BP_OK)
+                return st;
+        }
+    }
+    return BP_OK;
+}

@@ -1,0 +1,351 @@
+/* opencl: programs, built at first use per (device, program, variant).
+ *
+ * Each program is the prelude plus one kernels/NAME.cl source, compiled with the variant
+ * as a define (-DBP_DT=<dtype> or -DBP_ESIZE=<bytes>). Built programs stay in memory per
+ * device. On disk, ${BP_OPENCL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/backplane/opencl}
+ * keeps the device binaries (CL_PROGRAM_BINARIES), named by a hash of the device name,
+ * the driver and device versions, the build options and the source, so a driver update
+ * or an edited kernel is a new entry. A binary that does not load or build is rebuilt
+ * from source and replaced. BP_OPENCL_CACHE=0 turns the disk cache off. */
+#include "ocl_internal.h"
+#include "ocl_sources.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define OCL_MAX_KERNELS 6
+#define CACHE_MAGIC "BPOCLBIN1\n"
+#define CACHE_MAGIC_LEN 10
+
+struct ocl_program {
+    ocl_program_id id;
+    int variant;
+    cl_program program;
+    ocl_kernel kernels[OCL_MAX_KERNELS]; /* created at first use */
+    ocl_program *next;
+};
+
+typedef struct program_def {
+    const char *name;
+    const char *source;
+    bool by_size; /* the variant is an element size, else a dtype */
+    const char *kernels[OCL_MAX_KERNELS + 1]; /* NULL-terminated */
+} program_def;
+
+static const program_def program_defs[OCL_PROG_COUNT] = {
+    [OCL_PROG_MOVE] = {"move", ocl_src_move, true, {"k_fill", "k_move", "k_where", NULL}},
+    [OCL_PROG_CONVERT] = {"convert", ocl_src_convert, false, {"k_convert", NULL}},
+    [OCL_PROG_ELEMWISE] = {"elemwise", ocl_src_elemwise, false, {"k_binary", "k_unary", NULL}},
+    [OCL_PROG_REDUCE] = {"reduce", ocl_src_reduce, false, {"k_reduce", "k_softmax", NULL}},
+    [OCL_PROG_NORM] = {"norm", ocl_src_norm, false, {"k_rmsnorm", "k_layernorm", "k_rope", NULL}},
+    [OCL_PROG_MATMUL] = {"matmul", ocl_src_matmul, false, {"k_matmul", NULL}},
+    [OCL_PROG_SDPA] = {"sdpa", ocl_src_sdpa, false, {"k_sdpa", "k_sdpa_rows", NULL}},
+};
+
+static void build_options(const ocl_device *dev, const program_def *def, int variant, char *buf,
+                          size_t size) {
+    snprintf(buf, size, "-cl-std=CL1.2 -DBP_FP64=%d -DRWG=%zu -DTS=%d -DWPT=%d -DSBK=%d -D%s=%d",
+             dev->info.fp64 ? 1 : 0, dev->wg, ocl_matmul_tile(dev), OCL_MATMUL_WPT, OCL_SDPA_SBK,
+             def->by_size ? "BP_ESIZE" : "BP_DT", variant);
+}
+
+/* ---- the disk cache ---- */
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+/* Hashes each part with its length, so that part boundaries count. */
+static uint64_t hash_parts(uint64_t seed, const char *const *parts, int n) {
+    uint64_t h = seed;
+    for (int i = 0; i < n; i++) {
+        uint64_t len = strlen(parts[i]);
+        h = fnv1a(h, &len, sizeof len);
+        h = fnv1a(h, parts[i], (size_t)len);
+    }
+    return h;
+}
+
+/* The cache directory (created), or false when there is none. */
+static bool cache_dir(char *buf, size_t size) {
+    const char *off = getenv("BP_OPENCL_CACHE");
+    if (off && strcmp(off, "0") == 0)
+        return false;
+    const char *dir = getenv("BP_OPENCL_CACHE_DIR");
+    int n;
+    if (dir && dir[0]) {
+        n = snprintf(buf, size, "%s", dir);
+    } else {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (xdg && xdg[0] == '/')
+            n = snprintf(buf, size, "%s/backplane/opencl", xdg);
+        else if (home && home[0])
+            n = snprintf(buf, size, "%s/.cache/backplane/opencl", home);
+        else
+            return false;
+    }
+    if (n <= 0 || (size_t)n >= size)
+        return false;
+    /* mkdir -p */
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        int r = mkdir(buf, 0755);
+        *p = '/';
+        if (r != 0 && errno != EEXIST)
+            return false;
+    }
+    return mkdir(buf, 0755) == 0 || errno == EEXIST;
+}
+
+static bool cache_path(const ocl_device *dev, const program_def *def, const char *options,
+                       char *buf, size_t size) {
+    char dir[1024];
+    if (!cache_dir(dir, sizeof dir))
+        return false;
+    const char *parts[] = {"backplane-opencl-1", dev->info.description, dev->info.driver,
+                           dev->info.version,     options,                ocl_src_prelude,
+                           def->source};
+    int np = (int)(sizeof parts / sizeof parts[0]);
+    uint64_t h1 = hash_parts(UINT64_C(0xcbf29ce484222325), parts, np);
+    uint64_t h2 = hash_parts(UINT64_C(0x84222325cbf29ce4), parts, np);
+    int n = snprintf(buf, size, "%s/%s-%016llx%016llx.bin", dir, def->name,
+                     (unsigned long long)h1, (unsigned long long)h2);
+    return n > 0 && (size_t)n < size;
+}
+
+/* The cached binary at path (malloc'd) and its size, or NULL. */
+static unsigned char *cache_read(const char *path, size_t *out_size) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char magic[CACHE_MAGIC_LEN];
+    uint64_t size = 0;
+    unsigned char *bin = NULL;
+    if (fread(magic, 1, sizeof magic, f) == sizeof magic &&
+        memcmp(magic, CACHE_MAGIC, CACHE_MAGIC_LEN) == 0 && fread(&size, sizeof size, 1, f) == 1 &&
+        size > 0 && size < (UINT64_C(1) << 31)) {
+        bin = malloc((size_t)size);
+        if (bin && fread(bin, 1, (size_t)size, f) != (size_t)size) {
+            free(bin);
+            bin = NULL;
+        }
+    }
+    fclose(f);
+    *out_size = (size_t)size;
+    return bin;
+}
+
+/* Writes the program's binary atomically (a temporary file, then rename). */
+static void cache_write(ocl_device *dev, cl_program prog, const char *path) {
+    const ocl_api *api = &dev->backend->api;
+    size_t size = 0;
+    if (api->clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) !=
+            CL_SUCCESS ||
+        size == 0)
+        return;
+    unsigned char *bin = malloc(size);
+    if (!bin)
+        return;
+    unsigned char *bins[1] = {bin};
+    if (api->clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS) {
+        char tmp[1300];
+        snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+        FILE *f = fopen(tmp, "wb");
+        if (f) {
+            uint64_t n = size;
+            bool ok = fwrite(CACHE_MAGIC, 1, CACHE_MAGIC_LEN, f) == CACHE_MAGIC_LEN &&
+                      fwrite(&n, sizeof n, 1, f) == 1 && fwrite(bin, 1, size, f) == size;
+            ok = fclose(f) == 0 && ok;
+            if (!ok || rename(tmp, path) != 0) {
+                unlink(tmp);
+                dev->backend->host->log(BP_LOG_DEBUG, OCL_NAME,
+                                        "opencl:%d: cannot write the kernel cache file %s",
+                                        dev->index, path);
+            }
+        }
+    }
+    free(bin);
+}
+
+/* ---- building ---- */
+
+static bp_status build_error(ocl_device *dev, cl_program prog, const program_def *def,
+                             const char *options, cl_int err) {
+    const ocl_api *api = &dev->backend->api;
+    size_t len = 0;
+    char *log = NULL;
+    if (api->clGetProgramBuildInfo(prog, dev->info.id, CL_PROGRAM_BUILD_LOG, 0, NULL, &len) ==
+            CL_SUCCESS &&
+        len > 0 && (log = calloc(1, len + 1)) != NULL &&
+        api->clGetProgramBuildInfo(prog, dev->info.id, CL_PROGRAM_BUILD_LOG, len, log, NULL) !=
+            CL_SUCCESS)
+        log[0] = '\0';
+    /* The first errors are the useful ones: keep the log's start. */
+    enum { LOG_MAX = 2000 };
+    if (log && strlen(log) > LOG_MAX)
+        memcpy(log + LOG_MAX - 4, "...", 4);
+    bp_status st = dev->backend->host->set_error(
+        BP_ERR_BACKEND, "opencl:%d: building the '%s' kernels (%s) failed with %s (%d): %s",
+        dev->index, def->name, options, ocl_error_name(err), (int)err,
+        log && log[0] ? log : "(no build log)");
+    free(log);
+    return st;
+}
+
+/* The program from the cached binary, or NULL (then built from source). */
+static cl_program load_cached(ocl_device *dev, const char *path, const char *options) {
+    const ocl_api *api = &dev->backend->api;
+    size_t size = 0;
+    unsigned char *bin = cache_read(path, &size);
+    if (!bin)
+        return NULL;
+    cl_int err = CL_SUCCESS, bin_status = CL_SUCCESS;
+    const unsigned char *bins[1] = {bin};
+    cl_program prog = api->clCreateProgramWithBinary(dev->context, 1, &dev->info.id, &size, bins,
+                                                     &bin_status, &err);
+    free(bin);
+    if (prog && (err != CL_SUCCESS || bin_status != CL_SUCCESS ||
+                 api->clBuildProgram(prog, 1, &dev->info.id, options, NULL, NULL) !=
+                     CL_SUCCESS)) {
+        api->clReleaseProgram(prog);
+        prog = NULL;
+    }
+    if (!prog)
+        dev->backend->host->log(BP_LOG_DEBUG, OCL_NAME,
+                                "opencl:%d: the cached binary %s does not load: rebuilding",
+                                dev->index, path);
+    return prog;
+}
+
+static bp_status build_program(ocl_device *dev, const program_def *def, int variant,
+                               cl_program *out) {
+    const ocl_api *api = &dev->backend->api;
+    char options[256], path[1200];
+    build_options(dev, def, variant, options, sizeof options);
+    bool cached = cache_path(dev, def, options, path, sizeof path);
+    cl_program prog = cached ? load_cached(dev, path, options) : NULL;
+    if (prog) {
+        *out = prog;
+        return BP_OK;
+    }
+    const char *srcs[2] = {ocl_src_prelude, def->source};
+    cl_int err = CL_SUCCESS;
+    prog = api->clCreateProgramWithSource(dev->context, 2, srcs, NULL, &err);
+    if (!prog)
+        return ocl_fail(dev, err, "clCreateProgramWithSource");
+    err = api->clBuildProgram(prog, 1, &dev->info.id, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        bp_status st = build_error(dev, prog, def, options, err);
+        api->clReleaseProgram(prog);
+        return st;
+    }
+    dev->backend->host->log(BP_LOG_DEBUG, OCL_NAME, "opencl:%d: built the '%s' kernels (%s)",
+                            dev->index, def->name, options);
+    if (cached)
+        cache_write(dev, prog, path);
+    *out = prog;
+    return BP_OK;
+}
+
+static void program_free(ocl_device *dev, ocl_program *p) {
+    const ocl_api *api = &dev->backend->api;
+    for (int i = 0; i < OCL_MAX_KERNELS; i++) {
+        if (!p->kernels[i].kernel)
+            continue;
+        api->clReleaseKernel(p->kernels[i].kernel);
+        pthread_mutex_destroy(&p->kernels[i].lock);
+    }
+    if (p->program)
+        api->clReleaseProgram(p->program);
+    free(p);
+}
+
+static bp_status program_create(ocl_device *dev, ocl_program_id id, int variant,
+                                ocl_program **out) {
+    ocl_program *p = calloc(1, sizeof *p);
+    if (!p)
+        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
+                                             "opencl:%d: out of host memory for a program",
+                                             dev->index);
+    p->id = id;
+    p->variant = variant;
+    bp_status st = build_program(dev, &program_defs[id], variant, &p->program);
+    if (st != BP_OK) {
+        free(p);
+        return st;
+    }
+    *out = p;
+    return BP_OK;
+}
+
+/* Kernel k of program p, created at its first use (a program built for an integer
+ * dtype lacks the float-only kernels). Called with programs_lock held. */
+static bp_status program_kernel(ocl_device *dev, ocl_program *p, int k) {
+    ocl_kernel *kern = &p->kernels[k];
+    if (kern->kernel)
+        return BP_OK;
+    const char *name = program_defs[p->id].kernels[k];
+    cl_int err = CL_SUCCESS;
+    kern->kernel = dev->backend->api.clCreateKernel(p->program, name, &err);
+    if (!kern->kernel) {
+        char what[96];
+        snprintf(what, sizeof what, "clCreateKernel of %s (variant %d)", name, p->variant);
+        return ocl_fail(dev, err, what);
+    }
+    pthread_mutex_init(&kern->lock, NULL);
+    return BP_OK;
+}
+
+bp_status ocl_get_kernel(ocl_device *dev, ocl_program_id id, int variant, const char *name,
+                         ocl_kernel **out) {
+    const program_def *def = &program_defs[id];
+    int k = 0;
+    while (def->kernels[k] && strcmp(def->kernels[k], name) != 0)
+        k++;
+    if (!def->kernels[k])
+        return dev->backend->host->set_error(BP_ERR_INTERNAL,
+                                             "opencl: program '%s' has no kernel '%s'",
+                                             def->name, name);
+    bp_status st = BP_OK;
+    pthread_mutex_lock(&dev->programs_lock);
+    ocl_program *p = dev->programs;
+    while (p && (p->id != id || p->variant != variant))
+        p = p->next;
+    if (!p) {
+        /* Built under the lock: a second caller waits for the first build. */
+        st = program_create(dev, id, variant, &p);
+        if (st == BP_OK) {
+            p->next = dev->programs;
+            dev->programs = p;
+        }
+    }
+    if (st == BP_OK)
+        st = program_kernel(dev, p, k);
+    pthread_mutex_unlock(&dev->programs_lock);
+    if (st == BP_OK)
+        *out = &p->kernels[k];
+    return st;
+}
+
+void ocl_programs_destroy(ocl_device *dev) {
+    pthread_mutex_lock(&dev->programs_lock);
+    ocl_program *p = dev->programs;
+    dev->programs = NULL;
+    pthread_mutex_unlock(&dev->programs_lock);
+    while (p) {
+        ocl_program *next = p->next;
+        program_free(dev, p);
+        p = next;
+    }
+}
