@@ -32,11 +32,8 @@ test: test-release test-asan
 test-release: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
-# use_sigaltstack=0: PoCL's LLVM (the opencl plugin, loaded by every process of the build
-# tree) replaces a thread's alternate signal stack, and ASan then fails to unmap its own
-# at that thread's exit ("unable to unmap"), a clash of the two, not a bug of ours.
 test-asan: build-asan
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:use_sigaltstack=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure -j $(JOBS)
 
 # Benchmarks (not tests): allocator, dispatch, op throughput; instruction counts with
