@@ -2,6 +2,7 @@
 #include "ocl_api.h"
 
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +39,23 @@ int ocl_api_load(ocl_api *api, char *reason, size_t reason_size) {
      * which an unload could pull the code from under. */
     api->lib = lib;
     return 0;
+}
+
+void ocl_altstack_save(ocl_altstack *s) {
+    s->saved = sigaltstack(NULL, &s->stack) == 0;
+}
+
+void ocl_altstack_restore(const ocl_altstack *s) {
+    stack_t now;
+    if (!s->saved || sigaltstack(NULL, &now) != 0 || (now.ss_flags & SS_ONSTACK))
+        return;
+    bool was_off = (s->stack.ss_flags & SS_DISABLE) != 0, is_off = (now.ss_flags & SS_DISABLE) != 0;
+    if (was_off == is_off && (was_off || (now.ss_sp == s->stack.ss_sp &&
+                                          now.ss_size == s->stack.ss_size)))
+        return;
+    stack_t back = s->stack;
+    back.ss_flags = was_off ? SS_DISABLE : 0;
+    sigaltstack(&back, NULL);
 }
 
 const char *ocl_error_name(cl_int err) {

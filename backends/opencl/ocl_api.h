@@ -11,6 +11,7 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #endif
 #include <CL/cl.h>
+#include <signal.h>
 
 /* X(name) for every OpenCL function the plugin calls. */
 #define OCL_API_FUNCTIONS(X)                                                               \
@@ -63,6 +64,18 @@ typedef struct ocl_api {
 /* Loads the ICD loader and every function. Returns 0 on success; otherwise nonzero,
  * with why in `reason` (e.g. "libOpenCL.so.1 not found (...)"). */
 int ocl_api_load(ocl_api *api, char *reason, size_t reason_size);
+
+/* The calling thread's alternate signal stack, kept around calls that may initialize a
+ * driver. LLVM-based drivers (PoCL) replace it with one of their own (malloc'd) on the
+ * thread that first enumerates their devices: the application's own alternate stack
+ * would be lost, and a sanitizer that unmaps "its" stack when that thread exits aborts
+ * ("unable to unmap"). ocl_altstack_restore puts back what ocl_altstack_save saw. */
+typedef struct ocl_altstack {
+    stack_t stack;
+    int saved;
+} ocl_altstack;
+void ocl_altstack_save(ocl_altstack *s);
+void ocl_altstack_restore(const ocl_altstack *s);
 
 /* Name of an OpenCL error code ("CL_OUT_OF_RESOURCES"), or "CL error" for unknown ones. */
 const char *ocl_error_name(cl_int err);

@@ -199,7 +199,10 @@ static bp_status device_open(void *backend, int index, void **out_device) {
         cl_context_properties cprops[] = {CL_CONTEXT_PLATFORM,
                                           (cl_context_properties)dev->info.platform, 0};
         cl_int err = CL_SUCCESS;
+        ocl_altstack alt;
+        ocl_altstack_save(&alt);
         dev->context = be->api.clCreateContext(cprops, 1, &dev->info.id, NULL, NULL, &err);
+        ocl_altstack_restore(&alt);
         if (!dev->context)
             return ocl_fail(dev, err, "cannot create a context (clCreateContext)");
     }
@@ -273,7 +276,10 @@ static bp_status ocl_init(const bp_host_services *host, void **out_backend) {
     be->host = host;
     if (ocl_api_load(&be->api, be->reason, sizeof be->reason) == 0) {
         be->api_loaded = true;
+        ocl_altstack alt;
+        ocl_altstack_save(&alt);
         discover(be);
+        ocl_altstack_restore(&alt);
     }
     for (int i = 0; i < be->ndevices; i++) {
         ocl_device *dev = &be->devices[i];

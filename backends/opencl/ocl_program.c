@@ -280,7 +280,10 @@ static bp_status program_create(ocl_device *dev, ocl_program_id id, int variant,
                                              dev->index);
     p->id = id;
     p->variant = variant;
+    ocl_altstack alt; /* the compiler may touch the thread's signal state */
+    ocl_altstack_save(&alt);
     bp_status st = build_program(dev, &program_defs[id], variant, &p->program);
+    ocl_altstack_restore(&alt);
     if (st != BP_OK) {
         free(p);
         return st;
