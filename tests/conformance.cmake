@@ -43,6 +43,7 @@ if(TARGET bp_opencl)
   # In sanitizer builds, PoCL's own leaks (compiling kernels) are suppressed.
   set_property(TEST conformance_opencl APPEND PROPERTY ENVIRONMENT
     "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache;BP_OPENCL_CACHE=;BP_OPENCL_CACHE_DIR="
+    "BP_OPENCL_LIBRARY=;BP_OPENCL_BUILD_OPTIONS="
     "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/backends/opencl/lsan-pocl.supp")
   # No OpenCL platform (OCL_ICD_VENDORS names an empty directory): the plugin still
   # loads, with 0 devices and the reason, and the cpu is still there.
@@ -51,6 +52,31 @@ if(TARGET bp_opencl)
     -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_no_platform.cmake)
   set_tests_properties(opencl_no_platform PROPERTIES TIMEOUT 60 LABELS conformance ENVIRONMENT
     "${bp_conf_env};OCL_ICD_VENDORS=${CMAKE_CURRENT_BINARY_DIR}/opencl_no_icd")
+  # The environment of the error-path tests below: PoCL's cache in the build tree, no
+  # OpenCL variable from the caller's environment, PoCL's leaks suppressed.
+  set(bp_ocl_env "${bp_conf_env};XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache"
+    "BP_OPENCL_CACHE=;BP_OPENCL_CACHE_DIR=;BP_OPENCL_LIBRARY=;BP_OPENCL_BUILD_OPTIONS="
+    "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/backends/opencl/lsan-pocl.supp")
+  # An ICD loader that cannot be opened (BP_OPENCL_LIBRARY): 0 devices, the reason names
+  # the library, the cpu is still there.
+  add_test(NAME opencl_no_loader COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:bp-info>
+    -DLIBRARY=/nonexistent/libOpenCL.so.1
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_no_loader.cmake)
+  set_tests_properties(opencl_no_loader PROPERTIES TIMEOUT 60 LABELS conformance ENVIRONMENT
+    "${bp_ocl_env};BP_OPENCL_LIBRARY=/nonexistent/libOpenCL.so.1")
+  # Kernel builds that fail (BP_OPENCL_BUILD_OPTIONS): the error carries the build log.
+  add_test(NAME opencl_build_failure COMMAND ${CMAKE_COMMAND}
+    -DEXE=$<TARGET_FILE:bp-conformance>
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_build_failure.cmake)
+  set_tests_properties(opencl_build_failure PROPERTIES TIMEOUT 300 LABELS conformance
+    ENVIRONMENT "${bp_ocl_env};BP_OPENCL_CACHE=0")
+  # Junk in the disk cache: the programs are rebuilt and the files replaced.
+  add_test(NAME opencl_corrupt_cache COMMAND ${CMAKE_COMMAND}
+    -DEXE=$<TARGET_FILE:bp-conformance>
+    -DCACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache_corrupt
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_corrupt_cache.cmake)
+  set_tests_properties(opencl_corrupt_cache PROPERTIES TIMEOUT 300 LABELS conformance
+    ENVIRONMENT "${bp_ocl_env};BP_OPENCL_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache_corrupt")
 endif()
 
 # Each seeded defect: the run fails (exit 1) and the named test is among the failures.

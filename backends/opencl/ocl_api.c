@@ -8,14 +8,29 @@
 
 int ocl_api_load(ocl_api *api, char *reason, size_t reason_size) {
     memset(api, 0, sizeof *api);
-    void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
-        lib = dlopen("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        snprintf(reason, reason_size,
-                 "libOpenCL.so.1 not found (install an OpenCL ICD loader, e.g. Debian's "
-                 "ocl-icd-libopencl1)");
-        return -1;
+    /* BP_OPENCL_LIBRARY picks the loader (a path or a soname), e.g. a vendor's own; read
+     * with secure_getenv, like the core's other library-choosing variables, so a setuid
+     * program never loads a library named by its caller's environment. */
+    const char *choice = secure_getenv("BP_OPENCL_LIBRARY");
+    void *lib;
+    if (choice && choice[0]) {
+        lib = dlopen(choice, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            const char *why = dlerror();
+            snprintf(reason, reason_size, "BP_OPENCL_LIBRARY=%s cannot be loaded: %s", choice,
+                     why ? why : "dlopen failed");
+            return -1;
+        }
+    } else {
+        lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!lib)
+            lib = dlopen("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            snprintf(reason, reason_size,
+                     "libOpenCL.so.1 not found (install an OpenCL ICD loader, e.g. Debian's "
+                     "ocl-icd-libopencl1, or name one with BP_OPENCL_LIBRARY)");
+            return -1;
+        }
     }
     const char *missing = NULL;
 #define OCL_API_LOOKUP(name)                                                               \
@@ -30,7 +45,8 @@ int ocl_api_load(ocl_api *api, char *reason, size_t reason_size) {
 #undef OCL_API_LOOKUP
     if (missing) {
         snprintf(reason, reason_size,
-                 "the OpenCL loader lacks %s (an OpenCL 1.2 ICD loader is needed)", missing);
+                 "the OpenCL loader %s lacks %s (an OpenCL 1.2 ICD loader is needed)",
+                 choice && choice[0] ? choice : "libOpenCL.so.1", missing);
         dlclose(lib);
         memset(api, 0, sizeof *api);
         return -1;

@@ -61,8 +61,9 @@ typedef struct ocl_api {
 #undef OCL_API_FIELD
 } ocl_api;
 
-/* Loads the ICD loader and every function. Returns 0 on success; otherwise nonzero,
- * with why in `reason` (e.g. "libOpenCL.so.1 not found (...)"). */
+/* Loads the ICD loader ($BP_OPENCL_LIBRARY if set, else libOpenCL.so.1 or libOpenCL.so)
+ * and every function. Returns 0 on success; otherwise nonzero, with why in `reason`
+ * (e.g. "libOpenCL.so.1 not found (...)", or the variable's value and dlerror's text). */
 int ocl_api_load(ocl_api *api, char *reason, size_t reason_size);
 
 /* The calling thread's alternate signal stack, kept around calls that may initialize a

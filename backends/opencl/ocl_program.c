@@ -6,7 +6,8 @@
  * keeps the device binaries (CL_PROGRAM_BINARIES), named by a hash of the device name,
  * the driver and device versions, the build options and the source, so a driver update
  * or an edited kernel is a new entry. A binary that does not load or build is rebuilt
- * from source and replaced. BP_OPENCL_CACHE=0 turns the disk cache off. */
+ * from source and replaced. BP_OPENCL_CACHE=0 turns the disk cache off.
+ * BP_OPENCL_BUILD_OPTIONS is appended to every build's options (and so to the key). */
 #include "ocl_internal.h"
 #include "ocl_sources.h"
 
@@ -46,11 +47,19 @@ static const program_def program_defs[OCL_PROG_COUNT] = {
     [OCL_PROG_SDPA] = {"sdpa", ocl_src_sdpa, false, {"k_sdpa", "k_sdpa_rows", NULL}},
 };
 
-static void build_options(const ocl_device *dev, const program_def *def, int variant, char *buf,
+/* The options of a build: the variant's defines, then $BP_OPENCL_BUILD_OPTIONS (extra
+ * options for every build, e.g. -cl-mad-enable; part of the disk cache key, as all
+ * options are). False when they do not fit in buf. */
+static bool build_options(const ocl_device *dev, const program_def *def, int variant, char *buf,
                           size_t size) {
-    snprintf(buf, size, "-cl-std=CL1.2 -DBP_FP64=%d -DRWG=%zu -DTS=%d -DWPT=%d -DSBK=%d -D%s=%d",
-             dev->info.fp64 ? 1 : 0, dev->wg, ocl_matmul_tile(dev), OCL_MATMUL_WPT, OCL_SDPA_SBK,
-             def->by_size ? "BP_ESIZE" : "BP_DT", variant);
+    const char *extra = getenv("BP_OPENCL_BUILD_OPTIONS");
+    bool has_extra = extra && extra[strspn(extra, " \t")];
+    int n = snprintf(buf, size,
+                     "-cl-std=CL1.2 -DBP_FP64=%d -DRWG=%zu -DTS=%d -DWPT=%d -DSBK=%d -D%s=%d%s%s",
+                     dev->info.fp64 ? 1 : 0, dev->wg, ocl_matmul_tile(dev), OCL_MATMUL_WPT,
+                     OCL_SDPA_SBK, def->by_size ? "BP_ESIZE" : "BP_DT", variant,
+                     has_extra ? " " : "", has_extra ? extra : "");
+    return n > 0 && (size_t)n < size;
 }
 
 /* ---- the disk cache ---- */
@@ -195,10 +204,17 @@ static bp_status build_error(ocl_device *dev, cl_program prog, const program_def
     enum { LOG_MAX = 2000 };
     if (log && strlen(log) > LOG_MAX)
         memcpy(log + LOG_MAX - 4, "...", 4);
+    for (size_t n = log ? strlen(log) : 0; n > 0 && strchr(" \t\r\n", log[n - 1]); n--)
+        log[n - 1] = '\0';
+    /* Options the compiler rejects outright usually come from BP_OPENCL_BUILD_OPTIONS:
+     * say so before the log, which the message's length limit may cut. */
+    const char *extra = getenv("BP_OPENCL_BUILD_OPTIONS");
+    bool blame_extra = err == CL_INVALID_BUILD_OPTIONS && extra && extra[0];
     bp_status st = dev->backend->host->set_error(
-        BP_ERR_BACKEND, "opencl:%d: building the '%s' kernels (%s) failed with %s (%d): %s",
+        BP_ERR_BACKEND, "opencl:%d: building the '%s' kernels (%s) failed with %s (%d)%s%s%s: %s",
         dev->index, def->name, options, ocl_error_name(err), (int)err,
-        log && log[0] ? log : "(no build log)");
+        blame_extra ? " (check BP_OPENCL_BUILD_OPTIONS='" : "", blame_extra ? extra : "",
+        blame_extra ? "')" : "", log && log[0] ? log : "(no build log)");
     free(log);
     return st;
 }
@@ -208,8 +224,14 @@ static cl_program load_cached(ocl_device *dev, const char *path, const char *opt
     const ocl_api *api = &dev->backend->api;
     size_t size = 0;
     unsigned char *bin = cache_read(path, &size);
-    if (!bin)
+    if (!bin) {
+        if (access(path, F_OK) == 0)
+            dev->backend->host->log(BP_LOG_DEBUG, OCL_NAME,
+                                    "opencl:%d: the cached binary %s is not a valid cache file: "
+                                    "rebuilding",
+                                    dev->index, path);
         return NULL;
+    }
     cl_int err = CL_SUCCESS, bin_status = CL_SUCCESS;
     const unsigned char *bins[1] = {bin};
     cl_program prog = api->clCreateProgramWithBinary(dev->context, 1, &dev->info.id, &size, bins,
@@ -231,8 +253,13 @@ static cl_program load_cached(ocl_device *dev, const char *path, const char *opt
 static bp_status build_program(ocl_device *dev, const program_def *def, int variant,
                                cl_program *out) {
     const ocl_api *api = &dev->backend->api;
-    char options[256], path[1200];
-    build_options(dev, def, variant, options, sizeof options);
+    char options[1024], path[1200];
+    if (!build_options(dev, def, variant, options, sizeof options))
+        return dev->backend->host->set_error(
+            BP_ERR_INVALID_ARGUMENT,
+            "opencl:%d: building the '%s' kernels: BP_OPENCL_BUILD_OPTIONS is too long "
+            "(the options must fit in %zu bytes)",
+            dev->index, def->name, sizeof options - 1);
     bool cached = cache_path(dev, def, options, path, sizeof path);
     cl_program prog = cached ? load_cached(dev, path, options) : NULL;
     if (prog) {
