@@ -170,9 +170,6 @@ static bp_status guard_get_current(void *backend, int *out_index) {
 
 /* ---- init ---- */
 
-#define HOST_HAS(host, field) \
-    ((host)->struct_size >= BP_STRUCT_END(bp_host_services, field) && (host)->field)
-
 static void free_backend(hpu_backend *be) {
     for (int i = 0; i < be->ndevices; i++) {
         pthread_mutex_destroy(&be->devices[i].lock);
@@ -202,8 +199,8 @@ static bp_status register_kernels(hpu_backend *be) {
 }
 
 static bp_status hpu_init(const bp_host_services *host, void **out_backend) {
-    if (host->abi_minor < 3 || !HOST_HAS(host, reference_dtypes) ||
-        !HOST_HAS(host, run_reference_kernel) || !HOST_HAS(host, register_kernel))
+    if (host->abi_minor < 3 || !BP_HOST_HAS(host, reference_dtypes) ||
+        !BP_HOST_HAS(host, run_reference_kernel) || !BP_HOST_HAS(host, register_kernel))
         return host->set_error(BP_ERR_ABI_MISMATCH,
                                "hpu: the host speaks plugin ABI %u.%u; the hpu simulator needs "
                                "1.3 or newer (host reference kernels: reference_dtypes and "

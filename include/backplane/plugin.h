@@ -297,6 +297,12 @@ typedef struct bp_plugin_descriptor {
 /** Bytes a struct needs to hold `field` and everything before it. */
 #define BP_STRUCT_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
 
+/** Nonzero when the host services table `host` has `field` set: its struct_size reaches
+ *  the field (a newer field is absent from an older host's table) and it is not NULL.
+ *      if (BP_HOST_HAS(host, register_kernel)) host->register_kernel(...); */
+#define BP_HOST_HAS(host, field) \
+    ((host)->struct_size >= BP_STRUCT_END(bp_host_services, field) && (host)->field)
+
 /** Sizes of the ABI 1.0 structs: a plugin's struct_size fields must reach at least
  *  these (the host rejects smaller ones: "built against an older header"). */
 #define BP_PLUGIN_DESCRIPTOR_SIZE_1_0 BP_STRUCT_END(bp_plugin_descriptor, region)
