@@ -11,80 +11,25 @@
 
 #define CALL_STREAM(call) ((ocl_stream *)(call)->stream)
 
-/* ---- fill values, converted on the host like the cpu kernels do ---- */
+/* ---- fill values ---- */
 
-/* d rounded to f32 "to odd": the bracketing float whose last bit is set when d is not
- * exact, so that rounding it again to a narrower float is one rounding of d. */
-static float odd_float(double d) {
-    float f = (float)d;
-    if (!isfinite(f) || (double)f == d)
-        return f;
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    if (!(bits & 1u))
-        f = nextafterf(f, d > (double)f ? INFINITY : -INFINITY);
-    return f;
-}
-
-static uint16_t to_bf16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    if ((x & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((x >> 16) | 0x40u);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
-static uint16_t to_f16(float f) {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint32_t sign = (x >> 16) & 0x8000u, a = x & 0x7fffffffu;
-    if (a > 0x7f800000u)
-        return (uint16_t)(sign | 0x7e00u);
-    if (a >= 0x477ff000u)
-        return (uint16_t)(sign | 0x7c00u);
-    if (a < 0x38800000u) { /* subnormal: whole units of 2^-24, to nearest even */
-        float mag;
-        memcpy(&mag, &a, sizeof mag);
-        return (uint16_t)(sign | (uint32_t)lrintf(mag * 16777216.0f));
-    }
-    uint32_t r = a + 0xfffu + ((a >> 13) & 1u);
-    return (uint16_t)(sign | ((r - (112u << 23)) >> 13));
-}
-
-/* Truncation toward zero; NaN gives 0, values beyond int64 saturate. */
-static int64_t trunc_i64(double d) {
-    if (isnan(d))
-        return 0;
-    if (d >= 9223372036854775808.0)
-        return INT64_MAX;
-    if (d <= -9223372036854775808.0)
-        return INT64_MIN;
-    return (int64_t)d;
-}
-
-/* The bits of `v` stored as dtype dt (in the low bytes). */
-static cl_ulong fill_bits(bp_dtype dt, double v) {
-    switch (dt) {
-    case BP_DTYPE_F32: {
-        float f = (float)v;
-        uint32_t b;
-        memcpy(&b, &f, sizeof b);
-        return b;
-    }
-    case BP_DTYPE_F64: {
-        uint64_t b;
-        memcpy(&b, &v, sizeof b);
-        return b;
-    }
-    case BP_DTYPE_F16: return to_f16(odd_float(v));
-    case BP_DTYPE_BF16: return to_bf16(odd_float(v));
-    case BP_DTYPE_BOOL: return v != 0;
-    case BP_DTYPE_I8:
-    case BP_DTYPE_U8: return (uint8_t)(uint64_t)trunc_i64(v);
-    case BP_DTYPE_I32: return (uint32_t)(uint64_t)trunc_i64(v);
-    default: return (uint64_t)trunc_i64(v);
-    }
+/* The bits of the fill value as dtype `call->dtype` (in the low bytes): the host's
+ * reference fill kernel writes one element into host memory, so the conversion (f16/bf16
+ * rounding, integer truncation and saturation) is exactly the cpu backend's. */
+static bp_status fill_bits(const bp_kernel_call *call, const bp_host_services *host,
+                           cl_ulong *out_bits) {
+    cl_ulong bits = 0;
+    bp_tensor_desc one = {.data = &bits, .dtype = call->dtype, .ndim = 1, .shape = {1},
+                          .strides = {1}};
+    const bp_tensor_desc *outputs[1] = {&one};
+    bp_kernel_call ref = *call;
+    ref.n_inputs = 0;
+    ref.inputs = NULL;
+    ref.n_outputs = 1;
+    ref.outputs = outputs;
+    bp_status st = host->run_reference_kernel(&ref);
+    *out_bits = bits;
+    return st;
 }
 
 /* ---- helpers ---- */
@@ -174,11 +119,13 @@ static bp_status op_fill(const bp_kernel_call *call) {
     int64_t n = ocl_numel(out);
     if (n == 0)
         return BP_OK;
-    const bp_fill_attrs *a = call->attrs;
-    cl_ulong bits = fill_bits(out->dtype, a ? a->value : 0.0);
+    cl_ulong bits;
+    bp_status st = fill_bits(call, s->device->backend->host, &bits);
+    if (st != BP_OK)
+        return st;
     size_t es = ocl_dtype_size(out->dtype);
     ocl_targ t;
-    bp_status st = ocl_tensor_arg(s->device, out, NULL, &t, "fill");
+    st = ocl_tensor_arg(s->device, out, NULL, &t, "fill");
     if (st != BP_OK)
         return st;
     ocl_plan_elementwise(out, 0, NULL, &t);
@@ -655,6 +602,9 @@ static const op_entry op_table[] = {
 bp_status ocl_register_kernels(const bp_host_services *host) {
     for (size_t i = 0; i < sizeof op_table / sizeof op_table[0]; i++) {
         const op_entry *e = &op_table[i];
+        /* fill converts its value with the host's reference kernel (ABI 1.3). */
+        if (e->fn == op_fill && !BP_HOST_HAS(host, run_reference_kernel))
+            continue;
         for (int dt = 0; dt < BP_DTYPE_COUNT; dt++) {
             if (!(e->dtypes & BP_DTYPE_BIT(dt)))
                 continue;
