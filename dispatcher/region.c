@@ -374,7 +374,7 @@ bp_status bp_region_end(bp_stream *stream, bp_region_report *report) {
         report->struct_size = size;
     }
     if (st == BP_OK)
-        st = bp_region_execute(r, &sched, report);
+        st = bp_region_execute(r, &hv, &sched, report);
     if (st == BP_OK)
         bp_region_report_fill(r, &sched, report);
     bp_schedule_free(&sched, r->nnodes);

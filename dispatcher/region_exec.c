@@ -85,8 +85,8 @@ static bp_status launch_node(bp_region *r, const bp_region_node *n, bp_stream *s
 
 /* A device with BP_CAP_REGIONS takes the whole region: the backend captures what the
  * executor issues between begin and end, then compiles and launches it as one. */
-static bp_status capture_begin(bp_region *r, const bp_schedule *s, bp_stream **streams,
-                               int nstreams, void **out_capture) {
+static bp_status capture_begin(bp_region *r, const bp_hint_values *hv, const bp_schedule *s,
+                               bp_stream **streams, int nstreams, void **out_capture) {
     *out_capture = NULL;
     bp_device *device = r->stream->device;
     const bp_region_vtable *vt = device->backend->desc->region;
@@ -95,21 +95,17 @@ static bp_status capture_begin(bp_region *r, const bp_schedule *s, bp_stream **s
     void *handles[BP_REGION_MAX_STREAMS];
     for (int i = 0; i < nstreams; i++)
         handles[i] = streams[i]->handle;
-    bp_hint_values hv = {.struct_size = sizeof hv};
-    bp_status st = bp_hint_set_values(r->hints, &hv);
-    if (st != BP_OK)
-        return st;
     bp_region_info info = {
         .struct_size = sizeof info,
         .order = (int32_t)s->policy,
         .width = s->width,
         .nodes = r->nnodes,
-        .has_group_id = hv.has_group_id,
-        .group_id = hv.group_id,
+        .has_group_id = hv->has_group_id,
+        .group_id = hv->group_id,
         .nstreams = nstreams,
         .streams = handles,
     };
-    st = vt->begin(device->handle, &info, out_capture);
+    bp_status st = vt->begin(device->handle, &info, out_capture);
     if (st != BP_OK) {
         *out_capture = NULL;
         return bp_error_prefix(st, "bp_region_end: the backend's region begin");
@@ -117,7 +113,8 @@ static bp_status capture_begin(bp_region *r, const bp_schedule *s, bp_stream **s
     return BP_OK;
 }
 
-bp_status bp_region_execute(bp_region *r, const bp_schedule *s, bp_region_report *report) {
+bp_status bp_region_execute(bp_region *r, const bp_hint_values *hv, const bp_schedule *s,
+                            bp_region_report *report) {
     bp_stream *main = r->stream;
     bp_device *device = main->device;
     bp_stream *streams[BP_REGION_MAX_STREAMS];
@@ -171,7 +168,7 @@ bp_status bp_region_execute(bp_region *r, const bp_schedule *s, bp_region_report
         st = bp_memory_get_stats(device, &before);
     void *capture = NULL;
     if (st == BP_OK)
-        st = capture_begin(r, s, streams, nstreams, &capture);
+        st = capture_begin(r, hv, s, streams, nstreams, &capture);
 
     for (int pos = 0; pos < n && st == BP_OK; pos++) {
         int j = s->order[pos];

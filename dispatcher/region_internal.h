@@ -80,10 +80,10 @@ BP_INTERNAL bp_status bp_schedule_plan(bp_region *r, const bp_hint_values *hv,
                                        bp_schedule *out);
 BP_INTERNAL void bp_schedule_free(bp_schedule *s, int nnodes);
 
-/* Runs the schedule (dispatcher/region_exec.c); fills the measured fields of report
- * (may be NULL). */
-BP_INTERNAL bp_status bp_region_execute(bp_region *r, const bp_schedule *s,
-                                        bp_region_report *report);
+/* Runs the schedule (dispatcher/region_exec.c) planned from the effective hints `hv`;
+ * fills the measured fields of report (may be NULL). */
+BP_INTERNAL bp_status bp_region_execute(bp_region *r, const bp_hint_values *hv,
+                                        const bp_schedule *s, bp_region_report *report);
 
 /* Marks every hint of r honoured or ignored for the schedule and copies them into
  * report (may be NULL) with the schedule's fields (hints/region_report.c). */

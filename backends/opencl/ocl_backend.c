@@ -255,9 +255,6 @@ static bp_status guard_get_current(void *backend, int *out_index) {
 
 /* ---- init ---- */
 
-#define HOST_HAS(host, field) \
-    ((host)->struct_size >= BP_STRUCT_END(bp_host_services, field) && (host)->field)
-
 static void free_backend(ocl_backend *be) {
     for (int i = 0; i < be->ndevices; i++) {
         ocl_device *dev = &be->devices[i];
@@ -293,7 +290,7 @@ static bp_status ocl_init(const bp_host_services *host, void **out_backend) {
         pthread_mutex_init(&dev->streams_lock, NULL);
         pthread_mutex_init(&dev->programs_lock, NULL);
     }
-    if (be->ndevices > 0 && HOST_HAS(host, register_kernel)) {
+    if (be->ndevices > 0 && BP_HOST_HAS(host, register_kernel)) {
         bp_status st = ocl_register_kernels(host);
         if (st != BP_OK) {
             free_backend(be);
