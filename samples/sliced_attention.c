@@ -78,6 +78,7 @@ typedef struct options {
     int64_t slices; /* 0: default */
     int by_rows;    /* --slice-by rows */
     double budget_mb; /* < 0: default */
+    int64_t repeat;   /* runs of each scenario */
     int json;
 } options;
 
@@ -85,7 +86,7 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: sliced_attention [--device NAME] [--shape B,H,S,D] [--dtype f32|f16|bf16]\n"
             "                        [--slices N] [--slice-by heads|rows] [--budget MB]\n"
-            "                        [--json] [--help]\n"
+            "                        [--repeat N] [--json] [--help]\n"
             "\n"
             "Runs sliced attention five ways (naive_eager, sliced_eager, sliced_bfs,\n"
             "sliced_strict, sliced_auto), checks each against the fused sdpa op and prints\n"
@@ -104,6 +105,9 @@ static void usage(FILE *f) {
             "                  (slices of query rows of every head)\n"
             "  --budget MB     mem_budget_mb of the auto scenario (default: the geometric\n"
             "                  mean of the strict and bfs regions' predicted peaks)\n"
+            "  --repeat N      run each scenario N times and report the run of median time\n"
+            "                  and the largest error of all (default 1); later runs reuse\n"
+            "                  what a backend keeps, such as CUDA's graph of a region\n"
             "  --json          print only a JSON array of {scenario, peak_scratch_mb,\n"
             "                  time_ms, max_error} (plus device_ms for regions)\n"
             "  --help          this text\n"
@@ -150,7 +154,7 @@ static void parse_shape(const char *text, options *o) {
 
 static void parse_args(int argc, char **argv, options *o) {
     *o = (options){.b = 1, .h = 32, .s = 512, .d = 64, .dtype = BP_DTYPE_F32,
-                   .budget_mb = -1};
+                   .budget_mb = -1, .repeat = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -163,7 +167,8 @@ static void parse_args(int argc, char **argv, options *o) {
         }
         int takes_value = !strcmp(a, "--device") || !strcmp(a, "--shape") ||
                           !strcmp(a, "--dtype") || !strcmp(a, "--slices") ||
-                          !strcmp(a, "--slice-by") || !strcmp(a, "--budget");
+                          !strcmp(a, "--slice-by") || !strcmp(a, "--budget") ||
+                          !strcmp(a, "--repeat");
         if (!takes_value)
             bad_args("unknown argument '%s'", a);
         if (i + 1 >= argc)
@@ -189,6 +194,8 @@ static void parse_args(int argc, char **argv, options *o) {
             o->by_rows = !strcmp(v, "rows");
         } else if (!strcmp(a, "--slices")) {
             o->slices = parse_positive(v, "--slices");
+        } else if (!strcmp(a, "--repeat")) {
+            o->repeat = parse_positive(v, "--repeat");
         } else {
             char *end = NULL;
             errno = 0;
@@ -419,6 +426,34 @@ static row run_region(run_ctx *c, const char *name, const char *hints) {
     return r;
 }
 
+static int by_time(const void *a, const void *b) {
+    double x = ((const row *)a)->time_ms, y = ((const row *)b)->time_ms;
+    return (x > y) - (x < y);
+}
+
+/* Runs a scenario (eager with `slices`, or a region with `hints` when is_region) as many
+ * times as --repeat asks: the run of median time, with the largest error of all. */
+static row run_repeated(run_ctx *c, const char *name, int is_region, int64_t slices,
+                        const char *hints) {
+    int64_t n = c->o.repeat;
+    row *runs = calloc((size_t)n, sizeof *runs);
+    if (!runs) {
+        fprintf(stderr, "sliced_attention: out of host memory\n");
+        exit(1);
+    }
+    double worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        runs[i] = is_region ? run_region(c, name, hints) : run_eager(c, name, slices);
+        if (!(runs[i].max_error <= worst))
+            worst = isnan(runs[i].max_error) ? INFINITY : runs[i].max_error;
+    }
+    qsort(runs, (size_t)n, sizeof *runs, by_time);
+    row r = runs[n / 2];
+    r.max_error = worst;
+    free(runs);
+    return r;
+}
+
 static void print_json(const row *rows, int n) {
     cJSON *arr = cJSON_CreateArray();
     for (int i = 0; i < n; i++) {
@@ -482,17 +517,17 @@ int main(int argc, char **argv) {
     bp_tensor_release(ref);
 
     row rows[5];
-    rows[0] = run_eager(&c, "naive_eager", 1);
-    rows[1] = run_eager(&c, "sliced_eager", c.o.slices);
-    rows[2] = run_region(&c, "sliced_bfs", NULL);
-    rows[3] = run_region(&c, "sliced_strict", "{\"order\":\"strict\",\"group_id\":0}");
+    rows[0] = run_repeated(&c, "naive_eager", 0, 1, NULL);
+    rows[1] = run_repeated(&c, "sliced_eager", 0, c.o.slices, NULL);
+    rows[2] = run_repeated(&c, "sliced_bfs", 1, 0, NULL);
+    rows[3] = run_repeated(&c, "sliced_strict", 1, 0, "{\"order\":\"strict\",\"group_id\":0}");
     double budget = c.o.budget_mb;
     if (budget < 0) /* between the two schedules: the geometric mean of their peaks */
         budget = sqrt((double)rows[2].report.predicted_peak_bytes *
                       (double)rows[3].report.predicted_peak_bytes) / MB;
     char hints[96];
     snprintf(hints, sizeof hints, "{\"order\":\"auto\",\"mem_budget_mb\":%.6f}", budget);
-    rows[4] = run_region(&c, "sliced_auto", hints);
+    rows[4] = run_repeated(&c, "sliced_auto", 1, 0, hints);
 
     double tol = tolerance(c.o.dtype, c.o.s, c.o.d);
     int bad = 0;

@@ -40,8 +40,8 @@ static void test_bad_names(void **state) {
     longname[sizeof longname - 1] = '\0';
     BP_ASSERT_ERR(bp_device_open(longname, &dev), BP_ERR_INVALID_ARGUMENT, "too long");
     /* Unknown type: the message lists the types that exist. */
-    BP_ASSERT_ERR(bp_device_open("cuda:1", &dev), BP_ERR_NOT_FOUND, "unknown device type 'cuda'");
-    BP_ASSERT_ERR(bp_device_open("cuda:1", &dev), BP_ERR_NOT_FOUND, "types present: cpu");
+    BP_ASSERT_ERR(bp_device_open("tpu:1", &dev), BP_ERR_NOT_FOUND, "unknown device type 'tpu'");
+    BP_ASSERT_ERR(bp_device_open("tpu:1", &dev), BP_ERR_NOT_FOUND, "types present: cpu");
     /* Index out of range: the message gives the count. */
     BP_ASSERT_ERR(bp_device_open("cpu:1", &dev), BP_ERR_NOT_FOUND, "has 1 device(s), cpu:0 to cpu:0");
 }

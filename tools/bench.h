@@ -15,6 +15,8 @@ int bp_bench_alloc_run(int argc, char **argv);
 void bp_bench_alloc_usage(FILE *out);
 int bp_bench_dispatch_run(int argc, char **argv);   /* bench_dispatch.c */
 void bp_bench_dispatch_usage(FILE *out);
+int bp_bench_launch_run(int argc, char **argv);     /* bench_launch.c */
+void bp_bench_launch_usage(FILE *out);
 int bp_bench_ops_run(int argc, char **argv);        /* bench_ops.c */
 void bp_bench_ops_usage(FILE *out);
 

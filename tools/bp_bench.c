@@ -24,7 +24,10 @@ static const struct mode {
      bp_bench_alloc_usage},
     {"dispatch", "cost of dispatching a no-op kernel over a direct call", bp_bench_dispatch_run,
      bp_bench_dispatch_usage},
-    {"ops", "GFLOP/s of matmul and sdpa beside OpenBLAS", bp_bench_ops_run, bp_bench_ops_usage},
+    {"launch", "host ns per tiny eager op (add, scale), no synchronize in the loop",
+     bp_bench_launch_run, bp_bench_launch_usage},
+    {"ops", "FLOP/s of matmul and sdpa (beside OpenBLAS for f32 on cpu)", bp_bench_ops_run,
+     bp_bench_ops_usage},
 };
 
 #define MODE_COUNT (sizeof modes / sizeof modes[0])

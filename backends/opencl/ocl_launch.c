@@ -46,58 +46,21 @@ bp_status ocl_tensor_arg(ocl_device *dev, const bp_tensor_desc *t, cl_mem empty_
     return BP_OK;
 }
 
-void ocl_plan(int n, ocl_targ *args, int ndim, const int64_t *shape,
-              const int64_t (*strides)[OCL_MAXD]) {
-    int64_t sh[OCL_MAXD];
-    int64_t st[OCL_MAXD][OCL_MAXD]; /* [operand][dim] */
-    int m = 0;
-    for (int d = 0; d < ndim; d++) {
-        if (shape[d] == 1)
-            continue; /* a size-1 dim moves nothing */
-        bool merge = m > 0;
-        for (int k = 0; k < n && merge; k++)
-            merge = st[k][m - 1] == strides[k][d] * shape[d];
-        if (merge) {
-            sh[m - 1] *= shape[d];
-            for (int k = 0; k < n; k++)
-                st[k][m - 1] = strides[k][d];
-        } else {
-            sh[m] = shape[d];
-            for (int k = 0; k < n; k++)
-                st[k][m] = strides[k][d];
-            m++;
-        }
-    }
-    if (m == 0) { /* a single element */
-        sh[0] = 1;
-        for (int k = 0; k < n; k++)
-            st[k][0] = 0;
-        m = 1;
-    }
-    for (int k = 0; k < n; k++) {
-        args[k].d.ndim = m;
+void ocl_plan_args(const bp_plan *p, ocl_targ *args) {
+    for (int k = 0; k < p->n; k++) {
+        args[k].d.ndim = p->ndim;
         for (int d = 0; d < OCL_MAXD; d++) {
-            args[k].d.shape[d] = d < m ? sh[d] : 1;
-            args[k].d.stride[d] = d < m ? st[k][d] : 0;
+            args[k].d.shape[d] = p->shape[d];
+            args[k].d.stride[d] = p->strides[k][d];
         }
     }
 }
 
 void ocl_plan_elementwise(const bp_tensor_desc *out, int n_in, const bp_tensor_desc *const *ins,
                           ocl_targ *args) {
-    int64_t strides[4][OCL_MAXD];
-    int nd = out->ndim;
-    for (int d = 0; d < nd; d++)
-        strides[0][d] = out->strides[d];
-    for (int k = 0; k < n_in && k < 3; k++) {
-        const bp_tensor_desc *in = ins[k];
-        int lead = nd - in->ndim;
-        for (int d = 0; d < nd; d++) {
-            int di = d - lead;
-            strides[k + 1][d] = di < 0 || in->shape[di] == 1 ? 0 : in->strides[di];
-        }
-    }
-    ocl_plan(n_in + 1, args, nd, out->shape, (const int64_t(*)[OCL_MAXD])strides);
+    bp_plan p;
+    bp_plan_elementwise(&p, out, n_in, ins);
+    ocl_plan_args(&p, args);
 }
 
 bp_status ocl_launch(ocl_stream *s, ocl_kernel *k, const char *what, int nargs,

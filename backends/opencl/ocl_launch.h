@@ -2,11 +2,13 @@
  *
  * A tensor reaches a kernel as two arguments: its buffer, and an ocl_tdesc by value
  * (kernels/prelude.cl's tdesc: the element offset in the buffer, dims, shape and
- * strides in elements). Elementwise operands are planned together: aligned to the
- * output's dims (broadcast dims get stride 0), size-1 dims dropped and dims that are
- * contiguous in every operand merged, so that most tensors become one dim. */
+ * strides in elements). Operands are planned together with <backplane/kernel_plan.h>
+ * (aligned to the output's dims, size-1 dims dropped, contiguous dims merged), so
+ * that most tensors become one dim. */
 #ifndef BP_OCL_LAUNCH_H
 #define BP_OCL_LAUNCH_H
+
+#include <backplane/kernel_plan.h>
 
 #include "ocl_internal.h"
 
@@ -44,10 +46,8 @@ size_t ocl_dtype_size(bp_dtype dt);
 bp_status ocl_tensor_arg(ocl_device *dev, const bp_tensor_desc *t, cl_mem empty_mem,
                          ocl_targ *arg, const char *what);
 
-/* Plans n operands over one shape: strides[k] are operand k's strides for `shape`
- * (broadcast dims 0); writes every args[k].d's dims, keeping its offset. */
-void ocl_plan(int n, ocl_targ *args, int ndim, const int64_t *shape,
-              const int64_t (*strides)[OCL_MAXD]);
+/* Sets every args[k].d's dims (k < p->n) to operand k of the plan, keeping its offset. */
+void ocl_plan_args(const bp_plan *p, ocl_targ *args);
 
 /* Plans an elementwise call: args[0] is `out`, args[1 + k] input k (their buffers and
  * offsets already set), the inputs broadcast to out's shape. */

@@ -277,8 +277,8 @@ typedef struct rows {
     cl_long len, is, os;
 } rows;
 
-/* out has in's dims when `out_has_dim` (the row dim of size len or 1), else in's dims
- * without `dim`. A scalar input is one row of one element. */
+/* Rows of `in` along `dim` (bp_plan_rows); out has in's dims when `out_has_dim`, else
+ * in's dims without `dim`. */
 static bp_status plan_rows(ocl_stream *s, const bp_tensor_desc *in, const bp_tensor_desc *out,
                            int dim, bool out_has_dim, const char *what, rows *r) {
     bp_status st = ocl_tensor_arg(s->device, out, NULL, &r->t[0], what);
@@ -286,22 +286,13 @@ static bp_status plan_rows(ocl_stream *s, const bp_tensor_desc *in, const bp_ten
         st = ocl_tensor_arg(s->device, in, r->t[0].mem, &r->t[1], what);
     if (st != BP_OK)
         return st;
-    int64_t shape[OCL_MAXD], strides[2][OCL_MAXD];
-    int m = 0;
-    r->count = 1;
-    for (int d = 0; d < in->ndim; d++) {
-        if (d == dim)
-            continue;
-        shape[m] = in->shape[d];
-        strides[0][m] = out->strides[out_has_dim || d < dim ? d : d - 1];
-        strides[1][m] = in->strides[d];
-        r->count *= in->shape[d];
-        m++;
-    }
-    r->len = in->ndim ? in->shape[dim] : 1;
-    r->is = in->ndim ? in->strides[dim] : 0;
-    r->os = in->ndim && out_has_dim ? out->strides[dim] : 0;
-    ocl_plan(2, r->t, m, shape, (const int64_t(*)[OCL_MAXD])strides);
+    bp_row_plan plan;
+    bp_plan_rows(&plan, out, in, dim, out_has_dim);
+    ocl_plan_args(&plan.rows, r->t);
+    r->count = plan.rows.numel;
+    r->len = plan.len;
+    r->is = plan.in_stride;
+    r->os = plan.out_stride;
     return BP_OK;
 }
 
