@@ -70,57 +70,64 @@ static bool layouts_disjoint(const bp_region_arg *x, const bp_region_arg *y) {
     return false;
 }
 
-static bool args_conflict(const bp_region_node *a, const bp_region_node *b) {
-    int na = a->n_inputs + a->n_outputs, nb = b->n_inputs + b->n_outputs;
-    for (int i = 0; i < na; i++) {
-        const bp_region_arg *x = &a->args[i];
-        bool xw = i >= a->n_inputs;
-        for (int j = 0; j < nb; j++) {
-            const bp_region_arg *y = &b->args[j];
-            bool yw = j >= b->n_inputs;
-            if ((xw || yw) && x->storage == y->storage && x->lo < y->hi && y->lo < x->hi &&
-                !layouts_disjoint(x, y))
-                return true;
-        }
-    }
-    return false;
+/* Whether two accesses of one storage conflict: one writes, and their bytes overlap. */
+static bool accesses_conflict(const bp_region_arg *x, bool x_writes, const bp_region_arg *y,
+                              bool y_writes) {
+    return (x_writes || y_writes) && x->lo < y->hi && y->lo < x->hi && !layouts_disjoint(x, y);
 }
-
 typedef struct plan_ctx {
     bp_region *r;
     int n;
     int *depth;
     int *chain;
     int nchains;
-    int *key_group; /* scratch for sorting */
+    int *by_level;  /* nodes by (depth, index), made at the first ordered schedule */
+    bool by_level_made;
+    int *group_pos; /* scratch: where each chain group's nodes go */
 } plan_ctx;
 
 static plan_ctx *sort_ctx; /* qsort has no context argument; plans run one at a time */
 static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int cmp_nodes(const void *pa, const void *pb) {
+static int cmp_level(const void *pa, const void *pb) {
     int a = *(const int *)pa, b = *(const int *)pb;
     const plan_ctx *c = sort_ctx;
-    if (c->key_group[a] != c->key_group[b])
-        return c->key_group[a] < c->key_group[b] ? -1 : 1;
     if (c->depth[a] != c->depth[b])
         return c->depth[a] < c->depth[b] ? -1 : 1;
-    return a < b ? -1 : a > b;
+    return (a > b) - (a < b);
 }
 
-/* Order of width k (k >= nchains: pure level order; 0: program order). */
+/* Order of width k (k >= nchains: pure level order; 0: program order): the nodes of
+ * chain group chain / k in turn, each group in level order. One sort by level for all
+ * widths, then a stable counting pass per width. */
 static void make_order(plan_ctx *c, int k, int *order) {
-    for (int i = 0; i < c->n; i++)
+    int n = c->n;
+    for (int i = 0; i < n; i++)
         order[i] = i;
-    if (k == 0)
+    if (k == 0 || n == 0)
         return;
-    for (int i = 0; i < c->n; i++)
-        c->key_group[i] = c->chain[i] / k;
-    pthread_mutex_lock(&sort_lock);
-    sort_ctx = c;
-    qsort(order, (size_t)c->n, sizeof *order, cmp_nodes);
-    sort_ctx = NULL;
-    pthread_mutex_unlock(&sort_lock);
+    if (!c->by_level_made) {
+        for (int i = 0; i < n; i++)
+            c->by_level[i] = i;
+        pthread_mutex_lock(&sort_lock);
+        sort_ctx = c;
+        qsort(c->by_level, (size_t)n, sizeof *c->by_level, cmp_level);
+        sort_ctx = NULL;
+        pthread_mutex_unlock(&sort_lock);
+        c->by_level_made = true;
+    }
+    int groups = (c->nchains + k - 1) / k;
+    int *pos = c->group_pos;
+    for (int g = 0; g <= groups; g++)
+        pos[g] = 0;
+    for (int i = 0; i < n; i++)
+        pos[c->chain[i] / k + 1]++;
+    for (int g = 1; g <= groups; g++)
+        pos[g] += pos[g - 1];
+    for (int p = 0; p < n; p++) {
+        int i = c->by_level[p];
+        order[pos[c->chain[i] / k]++] = i;
+    }
 }
 
 static uint64_t rounded(size_t bytes) { return (bytes + ALLOC_ROUND - 1) & ~(ALLOC_ROUND - 1); }
@@ -187,42 +194,97 @@ void bp_schedule_free(bp_schedule *s, int nnodes) {
     memset(s, 0, sizeof *s);
 }
 
+/* The accesses of one storage so far, in program order: node and argument index. */
+typedef struct access_list {
+    int (*items)[2];
+    int n, cap;
+} access_list;
+
+static bool access_add(access_list *l, int node, int arg) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 8;
+        int(*grown)[2] = realloc(l->items, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return false;
+        l->items = grown;
+        l->cap = cap;
+    }
+    l->items[l->n][0] = node;
+    l->items[l->n][1] = arg;
+    l->n++;
+    return true;
+}
+
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Predecessors of every node, and its depth and chain. Each argument is compared only
+ * with the earlier accesses of its own storage, so the cost follows the accesses that
+ * share storage rather than the square of the node count. */
 static bp_status build_deps(bp_region *r, bp_schedule *s, plan_ctx *c) {
     int n = r->nnodes;
-    int *tmp = malloc((n ? (size_t)n : 1) * sizeof *tmp);
-    int *chain_seen = malloc((n ? (size_t)n : 1) * sizeof *chain_seen);
-    if (!tmp || !chain_seen) {
-        free(tmp);
-        free(chain_seen);
-        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "bp_region_end: out of host memory");
-    }
+    size_t cnt = n ? (size_t)n : 1;
+    int *tmp = malloc(cnt * sizeof *tmp);
+    int *chain_seen = malloc(cnt * sizeof *chain_seen);
+    int *stamp = malloc(cnt * sizeof *stamp); /* stamp[i] == j: i is already a pred of j */
+    access_list *acc = calloc(r->nstorages ? (size_t)r->nstorages : 1, sizeof *acc);
     bp_status st = BP_OK;
+    if (!tmp || !chain_seen || !stamp || !acc)
+        st = bp_set_error(BP_ERR_OUT_OF_MEMORY, "bp_region_end: out of host memory");
+    for (int i = 0; i < n && st == BP_OK; i++)
+        stamp[i] = -1;
     for (int j = 0; j < n && st == BP_OK; j++) {
-        int np = 0, depth = 0, the_chain = -1, nchain = 0;
-        for (int i = 0; i < j; i++)
-            if (args_conflict(&r->nodes[i], &r->nodes[j])) {
-                tmp[np++] = i;
-                if (c->depth[i] + 1 > depth)
-                    depth = c->depth[i] + 1;
-                if (c->chain[i] != the_chain) {
-                    bool seen = false;
-                    for (int q = 0; q < nchain; q++)
-                        seen |= chain_seen[q] == c->chain[i];
-                    if (!seen)
-                        chain_seen[nchain++] = c->chain[i];
-                    the_chain = c->chain[i];
+        const bp_region_node *nj = &r->nodes[j];
+        int nargs = nj->n_inputs + nj->n_outputs, np = 0;
+        for (int a = 0; a < nargs; a++) {
+            const bp_region_arg *x = &nj->args[a];
+            const access_list *l = &acc[x->storage];
+            for (int k = 0; k < l->n; k++) {
+                int i = l->items[k][0];
+                const bp_region_node *ni = &r->nodes[i];
+                int b = l->items[k][1];
+                if (stamp[i] != j &&
+                    accesses_conflict(&ni->args[b], b >= ni->n_inputs, x, a >= nj->n_inputs)) {
+                    stamp[i] = j;
+                    tmp[np++] = i;
                 }
             }
+        }
+        for (int a = 0; a < nargs && st == BP_OK; a++)
+            if (!access_add(&acc[nj->args[a].storage], j, a))
+                st = bp_set_error(BP_ERR_OUT_OF_MEMORY, "bp_region_end: out of host memory");
+        qsort(tmp, (size_t)np, sizeof *tmp, cmp_int);
+        int depth = 0, the_chain = -1, nchain = 0;
+        for (int p = 0; p < np; p++) {
+            int i = tmp[p];
+            if (c->depth[i] + 1 > depth)
+                depth = c->depth[i] + 1;
+            if (c->chain[i] != the_chain) {
+                bool seen = false;
+                for (int q = 0; q < nchain; q++)
+                    seen |= chain_seen[q] == c->chain[i];
+                if (!seen)
+                    chain_seen[nchain++] = c->chain[i];
+                the_chain = c->chain[i];
+            }
+        }
         c->depth[j] = depth;
         c->chain[j] = nchain == 1 ? chain_seen[0] : c->nchains++;
-        s->preds[j] = malloc((size_t)(np + 1) * sizeof(int));
+        s->preds[j] = st == BP_OK ? malloc((size_t)(np + 1) * sizeof(int)) : NULL;
         if (!s->preds[j]) {
-            st = bp_set_error(BP_ERR_OUT_OF_MEMORY, "bp_region_end: out of host memory");
+            if (st == BP_OK)
+                st = bp_set_error(BP_ERR_OUT_OF_MEMORY, "bp_region_end: out of host memory");
             break;
         }
         memcpy(s->preds[j], tmp, (size_t)np * sizeof(int));
         s->preds[j][np] = -1;
     }
+    for (int i = 0; acc && i < r->nstorages; i++)
+        free(acc[i].items);
+    free(acc);
+    free(stamp);
     free(tmp);
     free(chain_seen);
     return st;
@@ -238,10 +300,12 @@ bp_status bp_schedule_plan(bp_region *r, const bp_hint_values *hv, bp_schedule *
     plan_ctx c = {.r = r, .n = n};
     c.depth = calloc(cnt, sizeof *c.depth);
     c.chain = calloc(cnt, sizeof *c.chain);
-    c.key_group = calloc(cnt, sizeof *c.key_group);
+    c.by_level = calloc(cnt, sizeof *c.by_level);
+    c.group_pos = calloc(cnt + 1, sizeof *c.group_pos);
     int *trial = malloc(cnt * sizeof *trial);
     bp_status st = BP_OK;
-    if (!s->order || !s->stream_of || !s->preds || !c.depth || !c.chain || !c.key_group || !trial)
+    if (!s->order || !s->stream_of || !s->preds || !c.depth || !c.chain || !c.by_level ||
+        !c.group_pos || !trial)
         st = bp_set_error(BP_ERR_OUT_OF_MEMORY, "bp_region_end: out of host memory");
     if (st == BP_OK)
         st = build_deps(r, s, &c);
@@ -307,7 +371,8 @@ bp_status bp_schedule_plan(bp_region *r, const bp_hint_values *hv, bp_schedule *
             s->stream_of[j] = (c.chain[j] % width) % nstreams;
     free(c.depth);
     free(c.chain);
-    free(c.key_group);
+    free(c.by_level);
+    free(c.group_pos);
     free(trial);
     return st;
 }

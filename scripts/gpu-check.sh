@@ -12,7 +12,8 @@
 #   info         bp-info (and bp-info --json)
 #   conformance  bp-conformance --device cuda:0 --junit $OUT/conformance-cuda.xml
 #   demo         sliced_attention --device cuda:0 --shape 8,32,2048,128 --dtype bf16 --json
-#   bench-launch bp-bench launch --device cuda:0 --json
+#   bench-launch bp-bench launch --device cuda:0 --json, and bp-cuda-launch-floor --json
+#                (the driver's own host cost per launch)
 #   bench-alloc  bp-bench alloc --device cuda:0 --json
 #   bench-ops    bp-bench ops --device cuda:0 --dtype bf16 --matmul 8192,8192,8192
 #                --sdpa 8,32,2048,128 --warmup 5 --repeat 20 --json
@@ -212,7 +213,11 @@ step_demo() {
         --json "${extra[@]}"
 }
 
-step_bench_launch() { json_to bench-launch.json "$BIN/bp-bench" launch --device "$DEVICE" --json; }
+step_bench_launch() {
+    json_to bench-launch.json "$BIN/bp-bench" launch --device "$DEVICE" --json
+    # The driver's own cost per cuLaunchKernel: the floor under the figure above.
+    json_to launch-floor.json "$BIN/bp-cuda-launch-floor" --json
+}
 step_bench_alloc() { json_to bench-alloc.json "$BIN/bp-bench" alloc --device "$DEVICE" --json; }
 step_bench_ops() {
     json_to bench-ops.json "$BIN/bp-bench" ops --device "$DEVICE" --dtype bf16 \
@@ -358,6 +363,7 @@ def scale(x, f):
     return x * f if num(x) is not None else None
 
 demo, launch, alloc = load("demo.json"), load("bench-launch.json"), load("bench-alloc.json")
+floor = load("launch-floor.json")
 ops, torch = load("bench-ops.json"), load("torch.json")
 strict, bfs = find(demo, "scenario", "sliced_strict"), find(demo, "scenario", "sliced_bfs")
 eager = find(demo, "scenario", "sliced_eager")
@@ -377,6 +383,7 @@ rows = [  # label, ours, reference, better (lower/higher)
     ("sdpa TFLOP/s | torch flash", num(dig(ops_sdpa, "backplane_tflops")), num(dig(torch, "sdpa", "flash", "tflops")), "higher"),
     ("sdpa TFLOP/s | torch cuDNN", num(dig(ops_sdpa, "backplane_tflops")), num(dig(torch, "sdpa", "cudnn", "tflops")), "higher"),
     ("matmul TFLOP/s | torch cuBLAS", num(dig(ops_mm, "backplane_tflops")), num(dig(torch, "matmul", "tflops")), "higher"),
+    ("host us/tiny add | bare cuLaunchKernel", scale(ours_add_ns, 1e-3), scale(num(dig(floor, "large_ns_per_launch")), 1e-3), "lower"),
     ("cached alloc+free ns", num(dig(alloc, "ns_per_pair")), None, "lower"),
 ]
 
