@@ -35,10 +35,7 @@ bool bp_region_serial_open(uint64_t serial) {
 /* ---- storages ---- */
 
 static int storage_index(bp_region *r, bp_storage *s) {
-    for (int i = r->nstorages - 1; i >= 0; i--)
-        if (r->storages[i].storage == s)
-            return i;
-    return -1;
+    return (int)(intptr_t)bp_ptr_map_get(&r->storage_map, s) - 1;
 }
 
 static bp_status storage_add(bp_region *r, bp_storage *s, bool deferred, int *out_index) {
@@ -55,6 +52,8 @@ static bp_status storage_add(bp_region *r, bp_storage *s, bool deferred, int *ou
         r->storages = p;
         r->cap_storages = cap;
     }
+    if (!bp_ptr_map_put(&r->storage_map, s, (void *)(intptr_t)(r->nstorages + 1)))
+        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "region: out of host memory");
     bp_storage_retain(s);
     r->storages[r->nstorages] = (bp_region_storage){.storage = s, .deferred = deferred,
                                                     .last_use = -1};
@@ -302,6 +301,7 @@ static void region_free(bp_region *r, bool failed) {
         bp_storage_release(s);
     }
     free(r->storages);
+    bp_ptr_map_clear(&r->storage_map);
     bp_hint_set_free(r->hints);
     free(r);
 }

@@ -7,6 +7,7 @@
 #include <backplane/region.h>
 
 #include "dispatcher_internal.h"
+#include "ptr_map.h"
 #include "hints_internal.h"
 
 #define BP_REGION_MAX_STREAMS 16
@@ -56,6 +57,7 @@ typedef struct bp_region {
     bp_region_node *nodes;
     int nnodes, cap_nodes;
     bp_region_storage *storages;
+    bp_ptr_map storage_map;   /* bp_storage * -> index + 1 into storages */
     int nstorages, cap_storages;
     bool backend_compiled;    /* executor: the device took the whole region (BP_CAP_REGIONS) */
 } bp_region;

@@ -35,8 +35,9 @@
 #   GPU_CHECK_SHAPE=8,32,2048,128     B,H,S,D of the demo, the sdpa bench and torch
 #   GPU_CHECK_MATMUL=8192,8192,8192   M,N,K of the matmul bench and torch
 #   GPU_CHECK_SAN_SHAPE=2,4,256,64    the demo's shape under compute-sanitizer
-#   GPU_CHECK_SAN_EXCLUDE=^conformance_cuda$   ctest names (regex) not run under the
-#                                     sanitizer (the suite ran in its own step; '' runs all)
+#   GPU_CHECK_SAN_EXCLUDE='^conformance_cuda$|^cuda_'  ctest names (regex) not run under
+#                                     the sanitizer (the suite ran in its own step; the
+#                                     cuda_* entries use no GPU; '' runs all)
 #   GPU_CHECK_SAN_TIMEOUT=300         seconds per sanitized test
 #   GPU_CHECK_JOBS=16 GPU_CHECK_CTEST_JOBS=8
 #   GPU_CHECK_CTEST_ARGS="-L cuda -E ^conformance_cuda$"  which ctest entries (the cuda
@@ -58,7 +59,7 @@ DEVICE=${GPU_CHECK_DEVICE:-cuda:0}
 SHAPE=${GPU_CHECK_SHAPE:-8,32,2048,128}
 MATMUL=${GPU_CHECK_MATMUL:-8192,8192,8192}
 SAN_SHAPE=${GPU_CHECK_SAN_SHAPE:-2,4,256,64}
-SAN_EXCLUDE=${GPU_CHECK_SAN_EXCLUDE-^conformance_cuda\$}
+SAN_EXCLUDE=${GPU_CHECK_SAN_EXCLUDE-^conformance_cuda\$|^cuda_}
 SAN_TIMEOUT=${GPU_CHECK_SAN_TIMEOUT:-300}
 JOBS=${GPU_CHECK_JOBS:-16}
 CTEST_JOBS=${GPU_CHECK_CTEST_JOBS:-8}

@@ -4,9 +4,17 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *const kernel_names[CU_K_COUNT] = {
 #define CU_KERNEL(name) #name,
+#include "cu_kernels.def"
+#undef CU_KERNEL
+};
+
+/* The family (kernels/<family>.cu, hence fatbin) of each kernel. */
+static const char *const kernel_family[CU_K_COUNT] = {
+#define CU_KERNEL(name) CU_FAMILY,
 #include "cu_kernels.def"
 #undef CU_KERNEL
 };
@@ -54,8 +62,9 @@ static bp_status resolve_locked(cu_device *dev, cu_kernel_id k, unsigned smem) {
     if (!f->fn) {
         CUfunction fn = NULL;
         CUresult r = CUDA_ERROR_NOT_FOUND;
-        for (int i = 0; i < cu_fatbin_count && !fn && dev->modules; i++)
-            r = api->cuModuleGetFunction(&fn, dev->modules[i], kernel_names[k]);
+        for (int i = 0; i < cu_fatbin_count && dev->modules; i++)
+            if (strcmp(cu_fatbins[i].family, kernel_family[k]) == 0)
+                r = api->cuModuleGetFunction(&fn, dev->modules[i], kernel_names[k]);
         if (!fn) {
             char what[128];
             snprintf(what, sizeof what, "kernel %s is not in the embedded modules",

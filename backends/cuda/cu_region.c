@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Executables kept per device (least recently used goes first). */
 #define CACHE_MAX 16
@@ -50,7 +51,14 @@ struct cu_region {
     CUevent link;              /* forks the streams at begin, joins them at end */
     event_list recorded;       /* recorded during the capture */
     event_list waits;          /* waited on, but recorded outside the capture */
+    double t_begin;            /* host clock (ms) when the capture began, for the log */
 };
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
 
 static bp_status list_add(cu_region *r, event_list *l, cu_event *e) {
     for (int i = 0; i < l->n; i++)
@@ -174,6 +182,7 @@ static bp_status region_begin(void *device, const bp_region_info *info, void **o
         }
     }
     set_capturing(r, r);
+    r->t_begin = now_ms();
     *out_region = r;
     return BP_OK;
 }
@@ -218,7 +227,8 @@ static CUresult rerecord_events(cu_region *r) {
 
 /* An executable for `graph`: a cached one of the same shape updated in place, else a
  * new instantiation (which replaces that entry, or the least recently used). */
-static bp_status executable_for(cu_region *r, CUgraph graph, CUgraphExec *out) {
+static bp_status executable_for(cu_region *r, CUgraph graph, CUgraphExec *out, bool *out_updated,
+                                size_t *out_graph_nodes) {
     cu_device *dev = r->device;
     const cu_api *api = &dev->backend->api;
     size_t graph_nodes = 0;
@@ -278,9 +288,8 @@ static bp_status executable_for(cu_region *r, CUgraph graph, CUgraphExec *out) {
     slot->last_use = ++c->clock;
     *out = slot->exec;
     pthread_mutex_unlock(&dev->lock);
-    dev->backend->host->log(BP_LOG_DEBUG, CU_NAME, "cuda:%d: region of %d nodes: graph of %zu "
-                            "nodes %s", dev->index, in->nodes, graph_nodes,
-                            updated ? "updated in place" : "instantiated");
+    *out_updated = updated;
+    *out_graph_nodes = graph_nodes;
     return BP_OK;
 }
 
@@ -289,13 +298,18 @@ static bp_status region_end(void *region) {
     cu_device *dev = r->device;
     const cu_api *api = &dev->backend->api;
     bp_status st = cu_enter(dev);
+    double t_end = now_ms();
     CUgraph graph = NULL;
     CUresult res = finish_capture(r, &graph);
     if (st == BP_OK && res != CUDA_SUCCESS)
         st = cu_fail(dev, res, "ending the region's capture (cuStreamEndCapture)");
     CUgraphExec exec = NULL;
+    bool updated = false;
+    size_t graph_nodes = 0;
+    double t_captured = now_ms();
     if (st == BP_OK)
-        st = executable_for(r, graph, &exec);
+        st = executable_for(r, graph, &exec, &updated, &graph_nodes);
+    double t_exec = now_ms();
     CUstream first = r->streams[0]->handle;
     for (int i = 0; i < r->waits.n && st == BP_OK; i++) {
         res = api->cuStreamWaitEvent(first, r->waits.items[i]->handle, 0);
@@ -307,6 +321,15 @@ static bp_status region_end(void *region) {
         if (res != CUDA_SUCCESS)
             st = cu_fail(dev, res, "cuGraphLaunch");
     }
+    if (st == BP_OK)
+        dev->backend->host->log(BP_LOG_DEBUG, CU_NAME,
+                                "cuda:%d: region of %d nodes on %d stream%s: graph of %zu nodes "
+                                "captured in %.3f ms (+%.3f ms to end), %s in %.3f ms, launched "
+                                "in %.3f ms",
+                                dev->index, r->info.nodes, r->info.nstreams,
+                                r->info.nstreams == 1 ? "" : "s", graph_nodes, t_end - r->t_begin,
+                                t_captured - t_end, updated ? "updated in place" : "instantiated",
+                                t_exec - t_captured, now_ms() - t_exec);
     /* With or without the launch, the captured events must become usable again. */
     res = rerecord_events(r);
     if (st == BP_OK && res != CUDA_SUCCESS)
