@@ -423,7 +423,7 @@ static bp_status run_plan(cu_stream *s, cu_blaslt *bl, const plan *p, const cu_g
     if (r != CUBLAS_STATUS_SUCCESS)
         return cu_host->set_error(BP_ERR_BACKEND, "cuda:%d: matmul: cublasLtMatmul failed: %s",
                                   s->device->index, status_name(r));
-    return BP_OK;
+    return cu_stream_enqueued(s);
 }
 
 bp_status cu_blaslt_gemm(cu_stream *s, const cu_gemm *g) {

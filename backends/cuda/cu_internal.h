@@ -123,6 +123,12 @@ bp_status cu_device_synchronize(cu_device *dev);
  * on it (grown when too small, after the stream's earlier work is done; kept until the
  * stream is destroyed). Not while the stream captures a region with a smaller one. */
 bp_status cu_stream_workspace(cu_stream *s, size_t size, void **out);
+/* After work was enqueued on s: while a region captures s, it may launch what it has
+ * captured so far (cu_region.c). */
+bp_status cu_region_enqueued(cu_region *r);
+static inline bp_status cu_stream_enqueued(cu_stream *s) {
+    return s->capturing ? cu_region_enqueued(s->capturing) : BP_OK;
+}
 /* What a region gives each of its streams before capturing (cuBLASLt's workspace). */
 #define CU_WORKSPACE_BYTES ((size_t)32 << 20)
 

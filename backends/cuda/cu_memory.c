@@ -55,7 +55,7 @@ static bp_status mem_copy_async(void *stream, void *dst, const void *src, size_t
     if (st != BP_OK)
         return st;
     CUresult r = s->device->backend->api.cuMemcpyAsync(DPTR(dst), DPTR(src), size, s->handle);
-    return r == CUDA_SUCCESS ? BP_OK : cu_fail(s->device, r, "cuMemcpyAsync");
+    return r == CUDA_SUCCESS ? cu_stream_enqueued(s) : cu_fail(s->device, r, "cuMemcpyAsync");
 }
 
 /* Peer access lets kernels and copies of `from` reach `to`'s memory directly; without
@@ -90,7 +90,7 @@ static bp_status mem_copy_peer_async(void *stream, void *dst, void *dst_device, 
     enable_peer(s->device, s->device == d ? sd : d);
     CUresult r = s->device->backend->api.cuMemcpyPeerAsync(DPTR(dst), d->ctx, DPTR(src), sd->ctx,
                                                            size, s->handle);
-    return r == CUDA_SUCCESS ? BP_OK : cu_fail(s->device, r, "cuMemcpyPeerAsync");
+    return r == CUDA_SUCCESS ? cu_stream_enqueued(s) : cu_fail(s->device, r, "cuMemcpyPeerAsync");
 }
 
 static bp_status mem_memset_async(void *stream, void *ptr, int value, size_t size) {
@@ -102,7 +102,7 @@ static bp_status mem_memset_async(void *stream, void *ptr, int value, size_t siz
         return st;
     CUresult r = s->device->backend->api.cuMemsetD8Async(DPTR(ptr), (unsigned char)value, size,
                                                          s->handle);
-    return r == CUDA_SUCCESS ? BP_OK : cu_fail(s->device, r, "cuMemsetD8Async");
+    return r == CUDA_SUCCESS ? cu_stream_enqueued(s) : cu_fail(s->device, r, "cuMemsetD8Async");
 }
 
 const bp_memory_vtable cu_memory_vtable = {

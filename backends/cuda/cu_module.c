@@ -115,5 +115,5 @@ bp_status cu_launch(cu_stream *s, cu_kernel_id k, const unsigned grid[3], const 
         snprintf(msg, sizeof msg, "%s: launching %s (cuLaunchKernel)", what, kernel_names[k]);
         return cu_fail(dev, r, msg);
     }
-    return BP_OK;
+    return cu_stream_enqueued(s);
 }

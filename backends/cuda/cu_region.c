@@ -10,6 +10,12 @@
  * kernel arguments (cuGraphExecUpdate) instead of instantiating again, which is what
  * makes replays cheap.
  *
+ * A region on one stream (strict, dfs, or any schedule one wide) is launched in
+ * chunks: every CHUNK_LAUNCHES launches the capture so far becomes a graph that is
+ * launched at once, and capture goes on, so that the device runs the first chunks
+ * while the host is still capturing the next (one stream keeps every order). Each
+ * chunk has its own cached executable.
+ *
  * Events recorded during the capture belong to the graph: until end they report "not
  * ready", and after the launch they are recorded again on the first stream, so that
  * they complete when the region's work does. Waits on events recorded outside the
@@ -22,11 +28,13 @@
 #include <time.h>
 
 /* Executables kept per device (least recently used goes first). */
-#define CACHE_MAX 16
+#define CACHE_MAX 64
+/* Launches per chunk of a one-stream region. */
+#define CHUNK_LAUNCHES 128
 
 typedef struct cu_graph_entry {
     CUgraphExec exec;
-    int32_t order, width, nodes, has_group_id;
+    int32_t order, width, nodes, has_group_id, chunk;
     int64_t group_id;
     size_t graph_nodes;
     uint64_t last_use;
@@ -51,7 +59,10 @@ struct cu_region {
     CUevent link;              /* forks the streams at begin, joins them at end */
     event_list recorded;       /* recorded during the capture */
     event_list waits;          /* waited on, but recorded outside the capture */
+    int chunk;                 /* chunks launched so far (one-stream regions) */
+    int launches;              /* launches captured since the last chunk */
     double t_begin;            /* host clock (ms) when the capture began, for the log */
+    double t_captured;         /* host time spent capturing (ms), for the log */
 };
 
 static double now_ms(void) {
@@ -222,6 +233,7 @@ static CUresult rerecord_events(cu_region *r) {
         if (res == CUDA_SUCCESS)
             res = one;
     }
+    r->recorded.n = 0;
     return res;
 }
 
@@ -235,6 +247,10 @@ static bp_status executable_for(cu_region *r, CUgraph graph, CUgraphExec *out, b
     CUresult res = api->cuGraphGetNodes(graph, NULL, &graph_nodes);
     if (res != CUDA_SUCCESS)
         return cu_fail(dev, res, "cuGraphGetNodes");
+    *out_graph_nodes = graph_nodes;
+    *out = NULL;
+    if (graph_nodes == 0) /* nothing was captured since the last chunk */
+        return BP_OK;
     pthread_mutex_lock(&dev->lock);
     if (!dev->graphs && !(dev->graphs = calloc(1, sizeof *dev->graphs))) {
         pthread_mutex_unlock(&dev->lock);
@@ -248,7 +264,7 @@ static bp_status executable_for(cu_region *r, CUgraph graph, CUgraphExec *out, b
         cu_graph_entry *e = &c->entries[i];
         if (e->order == in->order && e->width == in->width && e->nodes == in->nodes &&
             e->has_group_id == in->has_group_id && e->group_id == in->group_id &&
-            e->graph_nodes == graph_nodes)
+            e->chunk == r->chunk && e->graph_nodes == graph_nodes)
             slot = e;
     }
     bool updated = false;
@@ -283,59 +299,88 @@ static bp_status executable_for(cu_region *r, CUgraph graph, CUgraphExec *out, b
         slot->nodes = in->nodes;
         slot->has_group_id = in->has_group_id;
         slot->group_id = in->group_id;
+        slot->chunk = r->chunk;
         slot->graph_nodes = graph_nodes;
     }
     slot->last_use = ++c->clock;
     *out = slot->exec;
     pthread_mutex_unlock(&dev->lock);
     *out_updated = updated;
-    *out_graph_nodes = graph_nodes;
     return BP_OK;
 }
 
-static bp_status region_end(void *region) {
-    cu_region *r = region;
+/* Ends the capture and launches what it holds on the first stream, after the waits on
+ * outside events; the events recorded in it are recorded again after the launch (also
+ * when something failed, so that they stay usable). */
+static bp_status launch_capture(cu_region *r, bool *out_updated, size_t *out_graph_nodes) {
     cu_device *dev = r->device;
     const cu_api *api = &dev->backend->api;
-    bp_status st = cu_enter(dev);
-    double t_end = now_ms();
+    double t0 = now_ms();
+    r->t_captured += t0 - r->t_begin;
     CUgraph graph = NULL;
     CUresult res = finish_capture(r, &graph);
-    if (st == BP_OK && res != CUDA_SUCCESS)
-        st = cu_fail(dev, res, "ending the region's capture (cuStreamEndCapture)");
+    bp_status st = res == CUDA_SUCCESS
+                       ? BP_OK
+                       : cu_fail(dev, res, "ending the region's capture (cuStreamEndCapture)");
     CUgraphExec exec = NULL;
-    bool updated = false;
-    size_t graph_nodes = 0;
-    double t_captured = now_ms();
     if (st == BP_OK)
-        st = executable_for(r, graph, &exec, &updated, &graph_nodes);
-    double t_exec = now_ms();
+        st = executable_for(r, graph, &exec, out_updated, out_graph_nodes);
     CUstream first = r->streams[0]->handle;
     for (int i = 0; i < r->waits.n && st == BP_OK; i++) {
         res = api->cuStreamWaitEvent(first, r->waits.items[i]->handle, 0);
         if (res != CUDA_SUCCESS)
             st = cu_fail(dev, res, "cuStreamWaitEvent (before the region's launch)");
+        r->waits.items[i]->waited_in = NULL;
     }
-    if (st == BP_OK) {
+    r->waits.n = 0;
+    if (st == BP_OK && exec) {
         res = api->cuGraphLaunch(exec, first);
         if (res != CUDA_SUCCESS)
             st = cu_fail(dev, res, "cuGraphLaunch");
     }
-    if (st == BP_OK)
-        dev->backend->host->log(BP_LOG_DEBUG, CU_NAME,
-                                "cuda:%d: region of %d nodes on %d stream%s: graph of %zu nodes "
-                                "captured in %.3f ms (+%.3f ms to end), %s in %.3f ms, launched "
-                                "in %.3f ms",
-                                dev->index, r->info.nodes, r->info.nstreams,
-                                r->info.nstreams == 1 ? "" : "s", graph_nodes, t_end - r->t_begin,
-                                t_captured - t_end, updated ? "updated in place" : "instantiated",
-                                t_exec - t_captured, now_ms() - t_exec);
-    /* With or without the launch, the captured events must become usable again. */
     res = rerecord_events(r);
     if (st == BP_OK && res != CUDA_SUCCESS)
         st = cu_fail(dev, res, "cuEventRecord (after the region's launch)");
     if (graph)
         api->cuGraphDestroy(graph);
+    r->launches = 0;
+    return st;
+}
+
+bp_status cu_region_enqueued(cu_region *r) {
+    if (r->info.nstreams != 1 || ++r->launches < CHUNK_LAUNCHES)
+        return BP_OK;
+    bool updated = false;
+    size_t graph_nodes = 0;
+    bp_status st = launch_capture(r, &updated, &graph_nodes);
+    r->chunk++;
+    CUresult res = r->device->backend->api.cuStreamBeginCapture(r->streams[0]->handle,
+                                                                CU_STREAM_CAPTURE_MODE_RELAXED);
+    if (st == BP_OK && res != CUDA_SUCCESS)
+        st = cu_fail(r->device, res, "cuStreamBeginCapture (the region's next chunk)");
+    set_capturing(r, r);
+    r->t_begin = now_ms();
+    return st;
+}
+
+static bp_status region_end(void *region) {
+    cu_region *r = region;
+    cu_device *dev = r->device;
+    bp_status st = cu_enter(dev);
+    double t0 = now_ms(), t_capture_end = r->t_captured + (t0 - r->t_begin);
+    bool updated = false;
+    size_t graph_nodes = 0;
+    bp_status launched = launch_capture(r, &updated, &graph_nodes);
+    if (st == BP_OK)
+        st = launched;
+    if (st == BP_OK)
+        dev->backend->host->log(BP_LOG_DEBUG, CU_NAME,
+                                "cuda:%d: region of %d nodes on %d stream%s, %d chunk%s: captured "
+                                "in %.3f ms; last graph of %zu nodes %s and launched in %.3f ms",
+                                dev->index, r->info.nodes, r->info.nstreams,
+                                r->info.nstreams == 1 ? "" : "s", r->chunk + 1,
+                                r->chunk ? "s" : "", t_capture_end, graph_nodes,
+                                updated ? "updated in place" : "instantiated", now_ms() - t0);
     free_region(r);
     return st;
 }

@@ -102,7 +102,7 @@ static bp_status stream_enqueue_host(void *stream, void (*fn)(void *arg), void *
     if (st != BP_OK)
         return st;
     CUresult r = s->device->backend->api.cuLaunchHostFunc(s->handle, fn, arg);
-    return r == CUDA_SUCCESS ? BP_OK : cu_fail(s->device, r, "cuLaunchHostFunc");
+    return r == CUDA_SUCCESS ? cu_stream_enqueued(s) : cu_fail(s->device, r, "cuLaunchHostFunc");
 }
 
 bp_status cu_device_synchronize(cu_device *dev) {

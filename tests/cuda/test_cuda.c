@@ -242,6 +242,41 @@ static void test_regions_are_graphs(void **state) {
     bp_tensor_release(v);
 }
 
+/* A strict region of more launches than one chunk (cu_region.c launches a one-stream
+ * region in chunks while it captures): 300 dependent in-place ops, twice (the second
+ * run updates every chunk's cached graph). */
+static void test_long_strict_region_in_chunks(void **state) {
+    (void)state;
+    enum { N = 4096, OPS = 300 };
+    bp_device *dev = gpu();
+    bp_stream *s = NULL;
+    BP_ASSERT_OK(bp_stream_default(dev, &s));
+    float *host = random_floats(N, 31), *back = malloc(N * sizeof *back);
+    int64_t shape[1] = {N};
+    double factor = 1.0;
+    for (int i = 0; i < OPS; i++)
+        factor *= 1.001f;
+    for (int rep = 0; rep < 2; rep++) {
+        bp_tensor *t = NULL;
+        BP_ASSERT_OK(bp_tensor_from_host(dev, BP_DTYPE_F32, 1, shape, host, &t));
+        bp_region_report report = {.struct_size = sizeof report};
+        BP_ASSERT_OK(bp_region_begin(s, "{\"order\": \"strict\"}"));
+        for (int i = 0; i < OPS; i++)
+            BP_ASSERT_OK(bp_scale_out(t, 1.001, t));
+        BP_ASSERT_OK(bp_region_end(s, &report));
+        assert_int_equal(report.backend_compiled, 1);
+        BP_ASSERT_OK(bp_tensor_to_host(t, back, N * sizeof *back));
+        for (int i = 0; i < N; i++) {
+            double want = host[i] * factor;
+            if (!(fabs(back[i] - want) <= 1e-4 * (1.0 + fabs(want))))
+                fail_msg("run %d: element %d is %g, want %g", rep, i, (double)back[i], want);
+        }
+        bp_tensor_release(t);
+    }
+    free(host);
+    free(back);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_props),
@@ -251,6 +286,7 @@ int main(void) {
         cmocka_unit_test(test_guard_sets_context),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_regions_are_graphs),
+        cmocka_unit_test(test_long_strict_region_in_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
