@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench.h"
 #include "cu_api.h"
 
 static const char ptx[] =
@@ -23,17 +23,6 @@ static const char ptx[] =
     ".address_size 64\n"
     ".visible .entry floor_small(.param .u64 p) { ret; }\n"
     ".visible .entry floor_large(.param .align 8 .b8 p[512]) { ret; }\n";
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 #define CHECK(call)                                                                          \
     do {                                                                                     \
@@ -97,13 +86,15 @@ int main(int argc, char **argv) {
             CHECK(api.cuLaunchKernel(fn[k], 1, 1, 1, 32, 1, 1, 0, stream, params[k], NULL));
         CHECK(api.cuStreamSynchronize(stream));
         for (long r = 0; r < repeat; r++) {
-            double t0 = now_ns();
+            double t0 = bp_bench_now_ns();
             for (long i = 0; i < launches; i++)
                 CHECK(api.cuLaunchKernel(fn[k], 1, 1, 1, 32, 1, 1, 0, stream, params[k], NULL));
-            runs[r] = (now_ns() - t0) / (double)launches;
+            runs[r] = (bp_bench_now_ns() - t0) / (double)launches;
             CHECK(api.cuStreamSynchronize(stream));
         }
-        qsort(runs, (size_t)repeat, sizeof *runs, cmp_double);
+        /* The upper middle run of an even --repeat, not bp_bench_median's mean of the
+         * middle two. */
+        bp_bench_sort(runs, (int)repeat);
         median[k] = runs[repeat / 2];
     }
     free(runs);

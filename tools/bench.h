@@ -24,4 +24,16 @@ void bp_bench_ops_usage(FILE *out);
  * Returns 0 on success, -1 for anything else (empty, zero, junk, overflow). */
 int bp_bench_parse_count(const char *text, uint64_t *out);
 
+/* Timing helpers (bench_util.c). They need nothing of libbackplane, so tools that do not
+ * link it (bp-cuda-launch-floor) use them too. */
+
+/* CLOCK_MONOTONIC now, in nanoseconds or in milliseconds. */
+double bp_bench_now_ns(void);
+double bp_bench_now_ms(void);
+/* Sorts values[0..n-1] ascending, in place. */
+void bp_bench_sort(double *values, int n);
+/* The median of values[0..n-1] (n >= 1), sorting them in place: the middle value, or for
+ * an even n the mean of the middle two. After it values[0] is the minimum. */
+double bp_bench_median(double *values, int n);
+
 #endif

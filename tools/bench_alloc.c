@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <backplane/backplane.h>
 #include <cJSON.h>
@@ -50,12 +49,6 @@ void bp_bench_alloc_usage(FILE *out) {
             "  --json         print one JSON object instead of a table\n");
 }
 
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
 static bp_status run_pairs(runner *r, uint64_t n) {
     for (uint64_t i = 0; i < n; i++) {
         void *p = NULL;
@@ -74,9 +67,9 @@ static void *runner_main(void *arg) {
     pthread_barrier_wait(r->warm);
     pthread_barrier_wait(r->go);
     if (r->status == BP_OK) {
-        double t0 = now_ns();
+        double t0 = bp_bench_now_ns();
         r->status = run_pairs(r, r->iters);
-        r->ns = now_ns() - t0;
+        r->ns = bp_bench_now_ns() - t0;
     }
     if (r->status != BP_OK)
         snprintf(r->error, sizeof r->error, "%s", bp_last_error());

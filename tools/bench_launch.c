@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <backplane/backplane.h>
 #include <cJSON.h>
@@ -57,22 +56,6 @@ void bp_bench_launch_usage(FILE *out) {
             "  --json         print one JSON object instead of a table\n"
             "Reports ns per op as the host issued them, and ns per op until a final\n"
             "stream synchronize returned.\n");
-}
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static int parse_options(int argc, char **argv, options *o) {
@@ -143,22 +126,22 @@ static bp_status measure(const fixture *f, const options *o, which w, figures *f
         st = bp_stream_synchronize(f->stream);
         if (st != BP_OK)
             break;
-        double t0 = now_ns();
+        double t0 = bp_bench_now_ns();
         st = issue(f, w, o->ops);
-        double t1 = now_ns();
+        double t1 = bp_bench_now_ns();
         if (st == BP_OK)
             st = bp_stream_synchronize(f->stream);
-        double t2 = now_ns();
+        double t2 = bp_bench_now_ns();
         host[r] = (t1 - t0) / (double)o->ops;
         synced[r] = (t2 - t0) / (double)o->ops;
         wait[r] = (t2 - t1) / 1e3;
     }
     if (st == BP_OK) {
-        fig->host_ns = median(host, runs); /* sorts: the minimum is then first */
+        fig->host_ns = bp_bench_median(host, runs); /* sorts: the minimum is then first */
         fig->host_ns_min = host[0];
-        fig->synced_ns = median(synced, runs);
+        fig->synced_ns = bp_bench_median(synced, runs);
         fig->synced_ns_min = synced[0];
-        fig->sync_wait_us = median(wait, runs);
+        fig->sync_wait_us = bp_bench_median(wait, runs);
     }
     free(host);
     free(synced);

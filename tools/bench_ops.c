@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <backplane/backplane.h>
 #include <cJSON.h>
@@ -244,22 +243,6 @@ static int parse_options(int argc, char **argv, options *o) {
 
 /* ---- helpers ---- */
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 static float *random_floats(size_t n, uint32_t seed) {
     float *p = malloc(n * sizeof *p);
     for (size_t i = 0; p && i < n; i++) {
@@ -388,11 +371,11 @@ static bp_status bp_time(bp_work *w, bp_device *dev, bp_stream *stream, const op
                 st = bp_event_elapsed_ms(start, end, &elapsed);
             ms[r] = elapsed;
         } else {
-            double t0 = now_ms();
+            double t0 = bp_bench_now_ms();
             st = bp_issue(w, set);
             if (st == BP_OK)
                 st = bp_stream_synchronize(stream);
-            ms[r] = now_ms() - t0;
+            ms[r] = bp_bench_now_ms() - t0;
         }
     }
     if (st == BP_OK && w->sets > 1)
@@ -400,7 +383,7 @@ static bp_status bp_time(bp_work *w, bp_device *dev, bp_stream *stream, const op
     if (st == BP_OK)
         st = bp_stream_synchronize(stream);
     if (st == BP_OK)
-        *out_ms = median(ms, repeat);
+        *out_ms = bp_bench_median(ms, repeat);
     bp_event_destroy(start);
     bp_event_destroy(end);
     free(ms);
@@ -533,13 +516,13 @@ static double blas_time(const blas_work *w, const options *o) {
     for (uint64_t i = 0; i < o->warmup; i++, set = (set + 1) % w->sets)
         blas_run(w, set);
     for (int r = 0; r < repeat; r++, set = (set + 1) % w->sets) {
-        double t0 = now_ms();
+        double t0 = bp_bench_now_ms();
         blas_run(w, set);
-        ms[r] = now_ms() - t0;
+        ms[r] = bp_bench_now_ms() - t0;
     }
     if (w->sets > 1)
         blas_run(w, 0);
-    double med = median(ms, repeat);
+    double med = bp_bench_median(ms, repeat);
     free(ms);
     return med;
 }

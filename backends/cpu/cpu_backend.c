@@ -166,13 +166,7 @@ static bp_status cpu_device_get_props(void *backend, int index, bp_backend_devic
     p.stream_priority_least = 0;
     p.stream_priority_greatest = -1;
 
-    /* Only the fields the host's struct has room for; keep its struct_size. */
-    uint32_t size = props->struct_size;
-    if (size > sizeof p)
-        size = sizeof p;
-    if (size > sizeof p.struct_size)
-        memcpy((char *)props + sizeof p.struct_size, (const char *)&p + sizeof p.struct_size,
-               size - sizeof p.struct_size);
+    bp_props_copy_out(props, &p);
     return BP_OK;
 }
 

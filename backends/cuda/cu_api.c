@@ -12,7 +12,7 @@ typedef CUresult (*get_proc_fn)(const char *symbol, void **pfn, int cuda_version
 
 int cu_api_load(cu_api *api, char *reason, size_t size) {
     memset(api, 0, sizeof *api);
-    const char *path = getenv("BP_CUDA_LIBRARY");
+    const char *path = secure_getenv("BP_CUDA_LIBRARY");
     if (!path || !*path)
         path = "libcuda.so.1";
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);

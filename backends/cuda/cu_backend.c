@@ -118,10 +118,7 @@ static bp_status device_get_props(void *backend, int index, bp_backend_device_pr
     p.dtypes = CU_DTYPES;
     p.stream_priority_least = info->prio_least;
     p.stream_priority_greatest = info->prio_greatest;
-    size_t n = props->struct_size < sizeof p ? props->struct_size : sizeof p;
-    size_t head = sizeof p.struct_size;
-    if (n > head)
-        memcpy((char *)props + head, (const char *)&p + head, n - head);
+    bp_props_copy_out(props, &p);
     return BP_OK;
 }
 

@@ -97,11 +97,7 @@ static bp_status device_get_props(void *backend, int index, bp_backend_device_pr
     p.dtypes = be->dtypes;
     p.stream_priority_least = 0;
     p.stream_priority_greatest = 0;
-    /* Fill no more than the host's struct holds, and keep its struct_size. */
-    size_t n = props->struct_size < sizeof p ? props->struct_size : sizeof p;
-    size_t head = sizeof p.struct_size;
-    if (n > head)
-        memcpy((char *)props + head, (const char *)&p + head, n - head);
+    bp_props_copy_out(props, &p);
     return BP_OK;
 }
 

@@ -171,13 +171,12 @@ static bp_status op_cat(const bp_kernel_call *call) {
     const bp_cat_attrs *a = call->attrs;
     const bp_tensor_desc *out = call->outputs[0];
     int dim = a ? a->dim : 0;
-    int64_t es = (int64_t)ocl_dtype_size(out->dtype), start = 0;
+    size_t es = ocl_dtype_size(out->dtype);
+    int64_t start = 0;
     for (int i = 0; i < call->n_inputs; i++) {
         const bp_tensor_desc *in = call->inputs[i];
         if (ocl_numel(in) > 0) {
-            bp_tensor_desc part = *out;
-            part.shape[dim] = in->shape[dim];
-            part.data = (char *)out->data + start * out->strides[dim] * es;
+            bp_tensor_desc part = bp_cat_slice(out, dim, start, in->shape[dim], es);
             bp_status st = move(s, &part, in, "cat");
             if (st != BP_OK)
                 return st;

@@ -145,6 +145,20 @@ static inline bool bp_plan_is_flat(const bp_plan *p) {
     return true;
 }
 
+/** Cat as moves: the view of `out` that one input of a cat along `dim` fills, the
+ *  `length` entries of dim from `start` on (start: the sum of the earlier inputs'
+ *  shape[dim]). It has out's dtype and strides; elem_size is out's element size in
+ *  bytes. Moving input k into bp_cat_slice(out, dim, start_k, inputs[k]->shape[dim], es)
+ *  for every non-empty input makes the cat.
+ *      bp_tensor_desc part = bp_cat_slice(out, dim, start, in->shape[dim], es); */
+static inline bp_tensor_desc bp_cat_slice(const bp_tensor_desc *out, int dim, int64_t start,
+                                          int64_t length, size_t elem_size) {
+    bp_tensor_desc part = *out;
+    part.shape[dim] = length;
+    part.data = (char *)out->data + start * out->strides[dim] * (int64_t)elem_size;
+    return part;
+}
+
 #ifdef __cplusplus
 }
 #endif

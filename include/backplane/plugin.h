@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <backplane/device.h>
 #include <backplane/dtype.h>
 #include <backplane/export.h>
@@ -302,6 +303,18 @@ typedef struct bp_plugin_descriptor {
  *      if (BP_HOST_HAS(host, register_kernel)) host->register_kernel(...); */
 #define BP_HOST_HAS(host, field) \
     ((host)->struct_size >= BP_STRUCT_END(bp_host_services, field) && (host)->field)
+
+/** The end of a backend's get_props: copies the filled-in `src` into the host's `dst`,
+ *  no more than dst->struct_size bytes (a host built against an older header passes a
+ *  smaller struct) and never more than this header's struct, and leaves
+ *  dst->struct_size as the host set it. */
+static inline void bp_props_copy_out(bp_backend_device_props *dst,
+                                     const bp_backend_device_props *src) {
+    size_t n = dst->struct_size < sizeof *src ? dst->struct_size : sizeof *src;
+    size_t head = sizeof src->struct_size;
+    if (n > head)
+        memcpy((char *)dst + head, (const char *)src + head, n - head);
+}
 
 /** Sizes of the ABI 1.0 structs: a plugin's struct_size fields must reach at least
  *  these (the host rejects smaller ones: "built against an older header"). */

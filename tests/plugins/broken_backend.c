@@ -230,11 +230,7 @@ static bp_status broken_get_props(void *backend, int index, bp_backend_device_pr
     snprintf(p.description, sizeof p.description, "bp-broken test device %d on %.80s", index,
              cpu_description);
     p.capabilities |= BP_CAP_PEER_COPY;
-    /* Only the fields the host's struct has room for; keep its struct_size. */
-    size_t size = props->struct_size < sizeof p ? props->struct_size : sizeof p;
-    if (size > sizeof p.struct_size)
-        memcpy((char *)props + sizeof p.struct_size, (const char *)&p + sizeof p.struct_size,
-               size - sizeof p.struct_size);
+    bp_props_copy_out(props, &p);
     return BP_OK;
 }
 
