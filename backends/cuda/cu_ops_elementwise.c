@@ -1,6 +1,7 @@
 /* cuda: the elementwise family as the host calls it: fill, copy, cat and where (every
  * dtype); add, sub, mul, div, scale, exp, tanh, silu, gelu; sum, max, mean; softmax;
- * rmsnorm, layernorm and rope (f32, f16, bf16).
+ * rmsnorm, layernorm and rope (f32, f16, bf16); add, sub, mul, sum and max also for i32
+ * and i64.
  *
  * Each kernel function plans its operands with <backplane/kernel_plan.h>, picks its
  * kernel of kernels/elementwise.cu and launches it on the call's stream; nothing else
@@ -30,20 +31,28 @@ _Static_assert(CU_EW_F32 == BP_DTYPE_F32 && CU_EW_F16 == BP_DTYPE_F16 &&
 
 #define FLOAT_DTYPES \
     (BP_DTYPE_BIT(BP_DTYPE_F32) | BP_DTYPE_BIT(BP_DTYPE_F16) | BP_DTYPE_BIT(BP_DTYPE_BF16))
+/* The dtypes of add, sub, mul, sum and max (ops/elementwise.c, ops/reduce.c). */
+#define ARITH_DTYPES (FLOAT_DTYPES | BP_DTYPE_BIT(BP_DTYPE_I32) | BP_DTYPE_BIT(BP_DTYPE_I64))
 #define ALL_DTYPES ((1u << BP_DTYPE_COUNT) - 1u)
 
-/* ---- kernels by dtype (float kernels: indexed by bp_dtype F32, F16, BF16) ---- */
+/* ---- kernels by dtype (indexed by bp_dtype: float kernels F32, F16, BF16; kernels of
+ * ARITH_DTYPES also I32, I64) ---- */
 
 #define BY_FLOAT_DTYPE(prefix)                                                               \
     {[BP_DTYPE_F32] = CU_K_##prefix##_f32, [BP_DTYPE_F16] = CU_K_##prefix##_f16,            \
      [BP_DTYPE_BF16] = CU_K_##prefix##_bf16}
+#define BY_ARITH_DTYPE(prefix)                                                               \
+    {[BP_DTYPE_F32] = CU_K_##prefix##_f32, [BP_DTYPE_F16] = CU_K_##prefix##_f16,            \
+     [BP_DTYPE_BF16] = CU_K_##prefix##_bf16, [BP_DTYPE_I32] = CU_K_##prefix##_i32,          \
+     [BP_DTYPE_I64] = CU_K_##prefix##_i64}
 /* By element size: 1, 2, 4, 8 bytes (size_index). */
 #define BY_SIZE(prefix) {CU_K_##prefix##_1, CU_K_##prefix##_2, CU_K_##prefix##_4, CU_K_##prefix##_8}
 
 static const cu_kernel_id unary_kernels[3] = BY_FLOAT_DTYPE(ew_unary);
-static const cu_kernel_id binary_kernels[3] = BY_FLOAT_DTYPE(ew_binary);
-static const cu_kernel_id reduce_block_kernels[3] = BY_FLOAT_DTYPE(ew_reduce_block);
-static const cu_kernel_id reduce_thread_kernels[3] = BY_FLOAT_DTYPE(ew_reduce_thread);
+static const cu_kernel_id binary_kernels[BP_DTYPE_COUNT] = BY_ARITH_DTYPE(ew_binary);
+static const cu_kernel_id reduce_block_kernels[BP_DTYPE_COUNT] = BY_ARITH_DTYPE(ew_reduce_block);
+static const cu_kernel_id reduce_thread_kernels[BP_DTYPE_COUNT] =
+    BY_ARITH_DTYPE(ew_reduce_thread);
 static const cu_kernel_id softmax_block_kernels[3] = BY_FLOAT_DTYPE(ew_softmax_block);
 static const cu_kernel_id norm_kernels[3] = BY_FLOAT_DTYPE(ew_norm);
 static const cu_kernel_id rope_kernels[3] = BY_FLOAT_DTYPE(ew_rope);
@@ -454,17 +463,17 @@ const cu_op_entry cu_ops_elementwise[] = {
     {"copy", op_copy, ALL_DTYPES},
     {"cat", op_cat, ALL_DTYPES},
     {"where", op_where, ALL_DTYPES},
-    {"add", op_add, FLOAT_DTYPES},
-    {"sub", op_sub, FLOAT_DTYPES},
-    {"mul", op_mul, FLOAT_DTYPES},
+    {"add", op_add, ARITH_DTYPES},
+    {"sub", op_sub, ARITH_DTYPES},
+    {"mul", op_mul, ARITH_DTYPES},
     {"div", op_div, FLOAT_DTYPES},
     {"scale", op_scale, FLOAT_DTYPES},
     {"exp", op_exp, FLOAT_DTYPES},
     {"tanh", op_tanh, FLOAT_DTYPES},
     {"silu", op_silu, FLOAT_DTYPES},
     {"gelu", op_gelu, FLOAT_DTYPES},
-    {"sum", op_sum, FLOAT_DTYPES},
-    {"max", op_max, FLOAT_DTYPES},
+    {"sum", op_sum, ARITH_DTYPES},
+    {"max", op_max, ARITH_DTYPES},
     {"mean", op_mean, FLOAT_DTYPES},
     {"softmax", op_softmax, FLOAT_DTYPES},
     {"rmsnorm", op_rmsnorm, FLOAT_DTYPES},

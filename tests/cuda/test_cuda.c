@@ -277,6 +277,54 @@ static void test_long_strict_region_in_chunks(void **state) {
     free(back);
 }
 
+/* Copies between two GPUs (BP_CAP_PEER_COPY): raw memory both ways on either device's
+ * stream, and a tensor moved with bp_tensor_to. Needs cuda:1; cmocka reports it
+ * skipped on a machine with one GPU. */
+static void test_peer_copy(void **state) {
+    (void)state;
+    bp_device *a = gpu(), *b = NULL;
+    if (bp_device_open("cuda:1", &b) != BP_OK) {
+        print_message("skipped: no second CUDA device (%s)\n", bp_last_error());
+        skip();
+    }
+    bp_device_props p = {.struct_size = sizeof p};
+    BP_ASSERT_OK(bp_device_get_props(a, &p));
+    assert_true(p.capabilities & BP_CAP_PEER_COPY);
+    enum { N = 1 << 18 };
+    float *src = random_floats(N, 41), *back = calloc(N, sizeof *back);
+    bp_stream *sa = NULL, *sb = NULL;
+    BP_ASSERT_OK(bp_stream_default(a, &sa));
+    BP_ASSERT_OK(bp_stream_default(b, &sb));
+    void *da = NULL, *db = NULL;
+    BP_ASSERT_OK(bp_memory_alloc(a, N * sizeof(float), sa, &da));
+    BP_ASSERT_OK(bp_memory_alloc(b, N * sizeof(float), sb, &db));
+    BP_ASSERT_OK(bp_memory_copy_async(da, a, src, NULL, N * sizeof(float), sa));
+    BP_ASSERT_OK(bp_stream_synchronize(sa));
+    /* a -> b on a's stream, then back b -> a on b's stream into a poisoned buffer. */
+    BP_ASSERT_OK(bp_memory_copy_async(db, b, da, a, N * sizeof(float), sa));
+    BP_ASSERT_OK(bp_stream_synchronize(sa));
+    BP_ASSERT_OK(bp_memory_set_async(a, da, 0xff, N * sizeof(float), sa));
+    BP_ASSERT_OK(bp_stream_synchronize(sa));
+    BP_ASSERT_OK(bp_memory_copy_async(da, a, db, b, N * sizeof(float), sb));
+    BP_ASSERT_OK(bp_stream_synchronize(sb));
+    BP_ASSERT_OK(bp_memory_copy_async(back, NULL, da, a, N * sizeof(float), sa));
+    BP_ASSERT_OK(bp_stream_synchronize(sa));
+    assert_memory_equal(src, back, N * sizeof(float));
+    int64_t shape[1] = {N};
+    bp_tensor *ta = NULL, *tb = NULL;
+    BP_ASSERT_OK(bp_tensor_from_host(a, BP_DTYPE_F32, 1, shape, src, &ta));
+    BP_ASSERT_OK(bp_tensor_to(ta, b, BP_DTYPE_F32, &tb));
+    memset(back, 0, N * sizeof *back);
+    BP_ASSERT_OK(bp_tensor_to_host(tb, back, N * sizeof *back));
+    assert_memory_equal(src, back, N * sizeof(float));
+    bp_tensor_release(ta);
+    bp_tensor_release(tb);
+    BP_ASSERT_OK(bp_memory_free(a, da));
+    BP_ASSERT_OK(bp_memory_free(b, db));
+    free(src);
+    free(back);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_props),
@@ -287,6 +335,7 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_regions_are_graphs),
         cmocka_unit_test(test_long_strict_region_in_chunks),
+        cmocka_unit_test(test_peer_copy),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

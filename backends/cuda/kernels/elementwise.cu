@@ -1,10 +1,12 @@
 /* cuda kernels of the elementwise family (cu_ops_elementwise.c launches them):
  *
- *   ew_unary_<dt>, ew_binary_<dt>   float math (f32, f16, bf16), computed in f32
+ *   ew_unary_<dt>, ew_binary_<dt>   float math (f32, f16, bf16), computed in f32;
+ *                                   ew_binary_<dt> also add, sub, mul of i32 and i64
  *   ew_move_<size>, ew_fill_<size>  copies within a dtype and fills, by element size
  *   ew_where_<size>                 out = cond ? a : b, by element size
  *   ew_convert_<dt>                 copy into dtype <dt> from any dtype
- *   ew_reduce_block_<dt>            sum, max, mean: one block per row
+ *   ew_reduce_block_<dt>            sum, max, mean: one block per row (i32 and i64:
+ *                                   sum and max)
  *   ew_reduce_thread_<dt>           the same, one thread per row
  *   ew_softmax_warp<E>_<dt>         softmax, one warp per row of up to 32 E elements,
  *                                   held in registers
@@ -17,7 +19,7 @@
  * broadcasts along the last dim) take 16-byte loads and stores where the pointers are
  * 16-byte aligned. Row kernels get the rows as a cu_ew_rows. Semantics follow the cpu
  * kernels (ops/cpu/*.c): float results round to nearest even, reductions accumulate in
- * f32, NaN wins a max. */
+ * f32, NaN wins a max; integers compute in their own type and wrap around. */
 #include "elementwise_common.cuh"
 
 /* ---- elementwise maps over same-dtype operands ---- */
@@ -182,6 +184,18 @@ __device__ __forceinline__ void binary(T *out, const T *a, const T *b, const cu_
     }
 }
 
+/* Integer add, sub and mul, wrapping around (there is no integer div). */
+template <typename T>
+__device__ __forceinline__ void int_binary(T *out, const T *a, const T *b, const cu_ew_layout &L,
+                                           int op) {
+    switch (op) {
+    case CU_EW_ADD: map<2>(out, a, b, L, [](T x, T y) { return wrap_add(x, y); }); break;
+    case CU_EW_SUB: map<2>(out, a, b, L, [](T x, T y) { return wrap_sub(x, y); }); break;
+    case CU_EW_MUL: map<2>(out, a, b, L, [](T x, T y) { return wrap_mul(x, y); }); break;
+    default: break;
+    }
+}
+
 /* ---- moves, fills, where (by element size: the bytes are copied as they are) ---- */
 
 template <typename T>
@@ -343,7 +357,8 @@ __device__ __forceinline__ void convert_from(TD *out, const void *in, const cu_e
  * in every pass: with `packs` (row_packs: the row contiguous, 16-byte aligned and a whole
  * number of packs) packs threadIdx.x, threadIdx.x + blockDim.x, ..., else elements
  * likewise. So a row cached in shared memory (`cache`: len floats, or NULL) needs no
- * barriers: each thread reads back only what it wrote itself. */
+ * barriers: each thread reads back only what it wrote itself. Values are Value<T>'s:
+ * f32, or the integer itself (integer rows are only reduced, never cached). */
 
 template <typename T>
 __device__ __forceinline__ bool row_packs(const T *x, int64_t len, int64_t stride) {
@@ -352,8 +367,9 @@ __device__ __forceinline__ bool row_packs(const T *x, int64_t len, int64_t strid
 
 /* The values of pack p of row x: the cache's, or x's as loaded. */
 template <typename T>
-__device__ __forceinline__ void row_pack(const T *x, int64_t p, const float *cache,
-                                         float (&v)[Pack<T>::N]) {
+__device__ __forceinline__ void row_pack(const T *x, int64_t p,
+                                         const typename Value<T>::type *cache,
+                                         typename Value<T>::type (&v)[Pack<T>::N]) {
     constexpr int V = Pack<T>::N;
     if (cache) {
 #pragma unroll
@@ -363,7 +379,7 @@ __device__ __forceinline__ void row_pack(const T *x, int64_t p, const float *cac
         const Pack<T> pk = *reinterpret_cast<const Pack<T> *>(x + p * V);
 #pragma unroll
         for (int e = 0; e < V; e++)
-            v[e] = to_f32(pk.v[e]);
+            v[e] = load_value(pk.v[e]);
     }
 }
 
@@ -371,11 +387,11 @@ __device__ __forceinline__ void row_pack(const T *x, int64_t p, const float *cac
  * `cache` is set, else x_j as loaded. */
 template <typename T, typename F>
 __device__ __forceinline__ void row_for_each(const T *x, int64_t len, int64_t stride, bool packs,
-                                             const float *cache, F f) {
+                                             const typename Value<T>::type *cache, F f) {
     constexpr int V = Pack<T>::N;
     if (packs) {
         for (int64_t p = threadIdx.x; p < len / V; p += blockDim.x) {
-            float v[V];
+            typename Value<T>::type v[V];
             row_pack(x, p, cache, v);
 #pragma unroll
             for (int e = 0; e < V; e++)
@@ -383,7 +399,7 @@ __device__ __forceinline__ void row_for_each(const T *x, int64_t len, int64_t st
         }
     } else {
         for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
-            f(j, cache ? cache[j] : to_f32(x[j * stride]));
+            f(j, cache ? cache[j] : load_value(x[j * stride]));
     }
 }
 
@@ -410,32 +426,45 @@ __device__ __forceinline__ void row_store(T *y, int64_t out_stride, const T *x, 
     }
 }
 
-/* ---- reductions over rows ---- */
+/* ---- reductions over rows ----
+ * Float rows accumulate in f32; integer rows in their own type, sums wrapping around
+ * (so the order of the terms does not matter), as the cpu's. A sum of an empty row is
+ * 0; max never gets one (the op rejects it); mean is for the float dtypes only. */
 
 /* The block's sum (or max) of row x. */
 template <int OP, typename T>
-__device__ __forceinline__ float row_reduce(const T *x, int64_t len, int64_t stride, float *part) {
-    float acc = OP == RED_SUM ? 0.0f : -INFINITY;
+__device__ __forceinline__ typename Value<T>::type row_reduce(const T *x, int64_t len,
+                                                              int64_t stride,
+                                                              typename Value<T>::type *part) {
+    typedef typename Value<T>::type V;
+    V acc = identity<OP, V>();
     row_for_each(x, len, stride, row_packs(x, len, stride), nullptr,
-                 [&](int64_t, float v) { acc = combine<OP>(acc, v); });
+                 [&](int64_t, V v) { acc = combine<OP>(acc, v); });
     return block_reduce<OP>(acc, part);
 }
 
-/* One block per row: out[row] = sum, max or mean of the input row. A mean of an empty
- * row is 0 / 0, NaN, as the cpu's. */
+/* *y = a row's result: mean divides the sum by len (an empty row's 0 / 0 is NaN, as the
+ * cpu's). */
+template <typename T>
+__device__ __forceinline__ void store_result(T *y, float res, int op, int64_t len) {
+    *y = from_f32<T>(op == CU_EW_MEAN ? res / (float)len : res);
+}
+__device__ __forceinline__ void store_result(int32_t *y, int32_t res, int, int64_t) { *y = res; }
+__device__ __forceinline__ void store_result(int64_t *y, int64_t res, int, int64_t) { *y = res; }
+
+/* One block per row: out[row] = sum, max or mean of the input row. */
 template <typename T>
 __device__ __forceinline__ void reduce_block(T *out, const T *in, const cu_ew_rows &R, int op) {
-    __shared__ float part[32];
+    typedef typename Value<T>::type V;
+    __shared__ V part[32];
     for (int64_t r = blockIdx.x; r < R.rows.numel; r += gridDim.x) {
         int64_t off[2];
         layout_offsets(R.rows, r, off);
         const T *x = in + off[1];
-        float res = op == CU_EW_MAX ? row_reduce<RED_MAX>(x, R.len, R.in_stride, part)
-                                    : row_reduce<RED_SUM>(x, R.len, R.in_stride, part);
-        if (op == CU_EW_MEAN)
-            res /= (float)R.len;
+        const V res = op == CU_EW_MAX ? row_reduce<RED_MAX>(x, R.len, R.in_stride, part)
+                                      : row_reduce<RED_SUM>(x, R.len, R.in_stride, part);
         if (threadIdx.x == 0)
-            out[off[0]] = from_f32<T>(res);
+            store_result(out + off[0], res, op, R.len);
     }
 }
 
@@ -446,29 +475,28 @@ __device__ __forceinline__ void reduce_block(T *out, const T *in, const cu_ew_ro
 /* One thread per row (rows whose elements are far apart, or short). */
 template <typename T>
 __device__ __forceinline__ void reduce_thread(T *out, const T *in, const cu_ew_rows &R, int op) {
+    typedef typename Value<T>::type V;
     const int64_t len = R.len, stride = R.in_stride;
     for (int64_t r = thread_index(); r < R.rows.numel; r += thread_count()) {
         int64_t off[2];
         layout_offsets(R.rows, r, off);
         const T *x = in + off[1];
-        float res;
+        V res;
         if (op == CU_EW_MAX) {
-            res = -INFINITY;
+            res = identity<RED_MAX, V>();
             for (int64_t j = 0; j < len; j++)
-                res = max_nan(res, to_f32(x[j * stride]));
+                res = combine<RED_MAX>(res, load_value(x[j * stride]));
         } else {
-            res = 0.0f;
+            res = 0;
             for (int64_t j0 = 0; j0 < len; j0 += REDUCE_CHUNK) {
                 const int64_t j1 = len - j0 < REDUCE_CHUNK ? len : j0 + REDUCE_CHUNK;
-                float chunk = 0.0f;
+                V chunk = 0;
                 for (int64_t j = j0; j < j1; j++)
-                    chunk += to_f32(x[j * stride]);
-                res += chunk;
+                    chunk = combine<RED_SUM>(chunk, load_value(x[j * stride]));
+                res = combine<RED_SUM>(res, chunk);
             }
-            if (op == CU_EW_MEAN)
-                res /= (float)len;
         }
-        out[off[0]] = from_f32<T>(res);
+        store_result(out + off[0], res, op, len);
     }
 }
 
@@ -751,6 +779,15 @@ __device__ __forceinline__ void rope(T *out, const T *in, const cu_ew_rows &R, i
 
 #define KERNEL extern "C" __global__ void __launch_bounds__(CU_EW_MAX_BLOCK)
 
+/* Sum, max (and, for floats, mean) over rows. */
+#define REDUCE_KERNELS(dt, T)                                                                 \
+    KERNEL ew_reduce_block_##dt(T *out, const T *in, cu_ew_rows R, int op) {                  \
+        reduce_block(out, in, R, op);                                                         \
+    }                                                                                         \
+    KERNEL ew_reduce_thread_##dt(T *out, const T *in, cu_ew_rows R, int op) {                 \
+        reduce_thread(out, in, R, op);                                                        \
+    }
+
 #define FLOAT_KERNELS(dt, T)                                                                  \
     KERNEL ew_unary_##dt(T *out, const T *in, cu_ew_layout L, int op, float p) {              \
         unary(out, in, L, op, p);                                                             \
@@ -758,12 +795,7 @@ __device__ __forceinline__ void rope(T *out, const T *in, const cu_ew_rows &R, i
     KERNEL ew_binary_##dt(T *out, const T *a, const T *b, cu_ew_layout L, int op) {           \
         binary(out, a, b, L, op);                                                             \
     }                                                                                         \
-    KERNEL ew_reduce_block_##dt(T *out, const T *in, cu_ew_rows R, int op) {                  \
-        reduce_block(out, in, R, op);                                                         \
-    }                                                                                         \
-    KERNEL ew_reduce_thread_##dt(T *out, const T *in, cu_ew_rows R, int op) {                 \
-        reduce_thread(out, in, R, op);                                                        \
-    }                                                                                         \
+    REDUCE_KERNELS(dt, T)                                                                     \
     SOFTMAX_WARP(dt, T, 8)                                                                    \
     SOFTMAX_WARP(dt, T, 16)                                                                   \
     SOFTMAX_WARP(dt, T, 32)                                                                   \
@@ -793,6 +825,15 @@ __device__ __forceinline__ void rope(T *out, const T *in, const cu_ew_rows &R, i
 FLOAT_KERNELS(f32, float)
 FLOAT_KERNELS(f16, __half)
 FLOAT_KERNELS(bf16, __nv_bfloat16)
+
+#define INT_KERNELS(dt, T)                                                                    \
+    KERNEL ew_binary_##dt(T *out, const T *a, const T *b, cu_ew_layout L, int op) {           \
+        int_binary(out, a, b, L, op);                                                         \
+    }                                                                                         \
+    REDUCE_KERNELS(dt, T)
+
+INT_KERNELS(i32, int32_t)
+INT_KERNELS(i64, int64_t)
 
 #define SIZED_KERNELS(size, T)                                                                \
     KERNEL ew_move_##size(T *out, const T *in, cu_ew_layout L) { move(out, in, L); }          \

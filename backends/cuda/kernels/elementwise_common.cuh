@@ -2,6 +2,8 @@
  *
  *   - the float dtypes as stored (float, __half, __nv_bfloat16), loaded as float and
  *     stored from float rounding to nearest even, as the cpu kernels do;
+ *   - the integer dtypes of arithmetic (int32_t, int64_t), computed in the type itself
+ *     with results that wrap around, as the cpu kernels do;
  *   - 16-byte packs for vectorized loads and stores of contiguous operands;
  *   - grid-stride loops with int64 indices;
  *   - operand offsets of element i of a cu_ew_layout;
@@ -29,6 +31,39 @@ template <> __device__ __forceinline__ __half from_f32<__half>(float v) {
 template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
     return __float2bfloat16_rn(v);
 }
+
+/* ---- the integer dtypes ----
+ * Sums, differences and products wrap around (two's complement): they are computed in
+ * the unsigned type, where overflow is defined, as the cpu kernels do. */
+
+template <typename T> struct UnsignedOf;
+template <> struct UnsignedOf<int32_t> { typedef uint32_t type; };
+template <> struct UnsignedOf<int64_t> { typedef uint64_t type; };
+
+template <typename T> __device__ __forceinline__ T wrap_add(T a, T b) {
+    typedef typename UnsignedOf<T>::type U;
+    return (T)((U)a + (U)b);
+}
+template <typename T> __device__ __forceinline__ T wrap_sub(T a, T b) {
+    typedef typename UnsignedOf<T>::type U;
+    return (T)((U)a - (U)b);
+}
+template <typename T> __device__ __forceinline__ T wrap_mul(T a, T b) {
+    typedef typename UnsignedOf<T>::type U;
+    return (T)((U)a * (U)b);
+}
+
+/* ---- the type a dtype computes in ----
+ * Value<T>::type: float for the float dtypes, the integer itself for integers;
+ * load_value gives a stored element as that type. */
+
+template <typename T> struct Value { typedef float type; };
+template <> struct Value<int32_t> { typedef int32_t type; };
+template <> struct Value<int64_t> { typedef int64_t type; };
+
+template <typename T> __device__ __forceinline__ float load_value(T v) { return to_f32(v); }
+__device__ __forceinline__ int32_t load_value(int32_t v) { return v; }
+__device__ __forceinline__ int64_t load_value(int64_t v) { return v; }
 
 /* ---- 16-byte packs ---- */
 
@@ -88,15 +123,35 @@ __device__ __forceinline__ void layout_offsets(const cu_ew_layout &L, int64_t i,
 __device__ __forceinline__ float max_nan(float a, float b) { return b > a || isnan(b) ? b : a; }
 
 /* What a reduction combines: a sum, the max that NaN wins, or the max that leaves NaN
- * out (fmaxf, one instruction). */
+ * out (fmaxf, one instruction). Integers: a sum that wraps around, or the max. */
 enum { RED_SUM, RED_MAX, RED_FMAX };
 
 template <int OP> __device__ __forceinline__ float combine(float a, float b) {
     return OP == RED_SUM ? a + b : OP == RED_MAX ? max_nan(a, b) : fmaxf(a, b);
 }
+template <int OP, typename I> __device__ __forceinline__ I combine_int(I a, I b) {
+    static_assert(OP != RED_FMAX, "integers have no NaN");
+    return OP == RED_SUM ? wrap_add(a, b) : b > a ? b : a;
+}
+template <int OP> __device__ __forceinline__ int32_t combine(int32_t a, int32_t b) {
+    return combine_int<OP>(a, b);
+}
+template <int OP> __device__ __forceinline__ int64_t combine(int64_t a, int64_t b) {
+    return combine_int<OP>(a, b);
+}
+
+/* What combine<OP> starts from: 0 for a sum, the lowest value for a max. */
+template <typename V> __device__ __forceinline__ V lowest();
+template <> __device__ __forceinline__ float lowest<float>() { return -INFINITY; }
+template <> __device__ __forceinline__ int32_t lowest<int32_t>() { return INT32_MIN; }
+template <> __device__ __forceinline__ int64_t lowest<int64_t>() { return INT64_MIN; }
+
+template <int OP, typename V> __device__ __forceinline__ V identity() {
+    return OP == RED_SUM ? (V)0 : lowest<V>();
+}
 
 /* Every lane of the warp gets the warp's reduction of v. */
-template <int OP> __device__ __forceinline__ float warp_reduce(float v) {
+template <int OP, typename V> __device__ __forceinline__ V warp_reduce(V v) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
         v = combine<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));
@@ -104,15 +159,15 @@ template <int OP> __device__ __forceinline__ float warp_reduce(float v) {
 }
 
 /* Every thread of the block gets the block's reduction of v. blockDim.x is a multiple of
- * 32; every thread of the block calls it; part holds 32 floats of shared memory. */
-template <int OP> __device__ __forceinline__ float block_reduce(float v, float *part) {
+ * 32; every thread of the block calls it; part holds 32 values of shared memory. */
+template <int OP, typename V> __device__ __forceinline__ V block_reduce(V v, V *part) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     v = warp_reduce<OP>(v);
     __syncthreads(); /* an earlier reduction may still read part */
     if (lane == 0)
         part[warp] = v;
     __syncthreads();
-    v = lane < warps ? part[lane] : (OP == RED_SUM ? 0.0f : -INFINITY);
+    v = lane < warps ? part[lane] : identity<OP, V>();
     return warp_reduce<OP>(v);
 }
 
