@@ -87,7 +87,7 @@ static bp_device *make_device(bp_backend *backend, int index) {
         bp_log(BP_LOG_ERROR, "registry",
                "%s:%d reports BP_CAP_REGIONS but the plugin has no region vtable; the "
                "core executor runs its regions", backend->name, index);
-        device->props.capabilities &= ~(uint32_t)BP_CAP_REGIONS;
+        device->props.capabilities &= ~(uint32_t)(BP_CAP_REGIONS | BP_CAP_REGION_STREAMS);
     }
     device->backend = backend;
     device->index = index;

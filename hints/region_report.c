@@ -8,6 +8,10 @@
 static void mark(bp_hint_item *item, const bp_schedule *s, const bp_region *r) {
     bool program_order = s->policy == BP_ORDER_STRICT || s->policy == BP_ORDER_DFS;
     const char *backend = r->stream->device->backend->name;
+    /* A compiled region either keeps the schedule's streams (a CUDA graph) or is
+     * scheduled over the backend's own engines (the hpu simulator). */
+    bool own_engines = r->backend_compiled &&
+                       !(r->stream->device->props.capabilities & BP_CAP_REGION_STREAMS);
     switch (item->kind) {
     case BP_HINT_KEY_ORDER:
     case BP_HINT_KEY_SCHEDULE_POLICY:
@@ -24,7 +28,7 @@ static void mark(bp_hint_item *item, const bp_schedule *s, const bp_region *r) {
                               "as one group; group_id is for graph backends");
         break;
     case BP_HINT_KEY_MAX_PARALLEL:
-        if (r->backend_compiled)
+        if (own_engines)
             bp_hint_item_mark(item, BP_HINT_IGNORED, "the %s region compiler schedules the "
                               "captured work over its own engines; streams do not limit it",
                               backend);
@@ -32,8 +36,10 @@ static void mark(bp_hint_item *item, const bp_schedule *s, const bp_region *r) {
             bp_hint_item_mark(item, BP_HINT_IGNORED, "order %s runs on the region's stream only",
                               bp_schedule_order_name(s->policy));
         else
-            bp_hint_item_mark(item, BP_HINT_HONOURED, "ran on %d stream%s", s->nstreams,
-                              s->nstreams == 1 ? "" : "s");
+            bp_hint_item_mark(item, BP_HINT_HONOURED, "ran on %d stream%s%s", s->nstreams,
+                              s->nstreams == 1 ? "" : "s",
+                              r->backend_compiled ? ", as parallel branches of the backend's "
+                                                    "compiled region" : "");
         break;
     case BP_HINT_KEY_MEM_BUDGET_MB:
         if (s->policy == BP_ORDER_AUTO)

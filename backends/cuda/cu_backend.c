@@ -113,7 +113,7 @@ static bp_status device_get_props(void *backend, int index, bp_backend_device_pr
              info->cc_major, info->cc_minor, info->sm_count);
     p.total_memory = info->total_mem;
     p.capabilities = BP_CAP_ASYNC_STREAMS | BP_CAP_TIMED_EVENTS | BP_CAP_PINNED_HOST |
-                     BP_CAP_REGIONS |
+                     BP_CAP_REGIONS | BP_CAP_REGION_STREAMS |
                      (be->ndevices > 1 ? BP_CAP_PEER_COPY : 0u);
     p.dtypes = CU_DTYPES;
     p.stream_priority_least = info->prio_least;

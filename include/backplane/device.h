@@ -23,6 +23,11 @@ enum {
     BP_CAP_PEER_COPY = 1u << 2,     /**< direct copies between devices of the backend */
     BP_CAP_REGIONS = 1u << 3,       /**< the backend can take whole recorded regions */
     BP_CAP_PINNED_HOST = 1u << 4,   /**< page-locked host memory for fast transfers */
+    /** With BP_CAP_REGIONS: a region the backend takes keeps the schedule's streams (its
+     *  chains run as parallel branches on them, as a CUDA graph captured from them
+     *  does), so max_parallel limits it; without it the backend schedules the captured
+     *  work over its own engines. */
+    BP_CAP_REGION_STREAMS = 1u << 5,
 };
 
 #define BP_NAME_MAX 64

@@ -60,8 +60,9 @@ typedef struct bp_region_report {
     int hint_count;             /**< entries of hints[] used (at most BP_REGION_MAX_HINTS) */
     bp_region_hint hints[BP_REGION_MAX_HINTS]; /**< every hint in effect, in scope order */
     int backend_compiled;       /**< 1 when the device took the whole region (BP_CAP_REGIONS:
-                                     its own compiler over its engines), 0 when the core
-                                     executor issued it node by node */
+                                     compiled by the backend, e.g. into a CUDA graph or over
+                                     its engines), 0 when the core executor issued it node
+                                     by node */
 } bp_region_report;
 
 /** Starts recording `stream`. `hints_json` (NULL or "" for none) is merged over the

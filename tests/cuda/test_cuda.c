@@ -40,7 +40,7 @@ static void test_props(void **state) {
     BP_ASSERT_OK(bp_device_get_props(gpu(), &p));
     assert_string_equal(p.type, "cuda");
     uint32_t want = BP_CAP_ASYNC_STREAMS | BP_CAP_TIMED_EVENTS | BP_CAP_PINNED_HOST |
-                    BP_CAP_REGIONS;
+                    BP_CAP_REGIONS | BP_CAP_REGION_STREAMS;
     assert_int_equal(p.capabilities & want, want);
     assert_true(p.dtypes & BP_DTYPE_BIT(BP_DTYPE_BF16));
     assert_true(bp_test_contains(p.description, "sm_"));
@@ -225,6 +225,13 @@ static void test_regions_are_graphs(void **state) {
             BP_ASSERT_OK(bp_region_end(s, &rep_));
             assert_int_equal(rep_.backend_compiled, 1);
             assert_true(rep_.device_ms > 0);
+            /* The graph keeps the schedule's streams: max_parallel bounds its branches. */
+            for (int i = 0; i < rep_.hint_count; i++)
+                if (!strcmp(rep_.hints[i].key, "max_parallel")) {
+                    assert_int_equal(rep_.hints[i].disposition, BP_HINT_HONOURED);
+                    assert_true(bp_test_contains(rep_.hints[i].reason, "parallel branches"));
+                    assert_int_equal(rep_.streams_used, 4);
+                }
             float *got = host_f32(out);
             /* The same kernels on the same inputs: equal up to a bf16 rounding step. */
             for (size_t i = 0; i < NUMEL; i++)
