@@ -66,7 +66,6 @@ static void discover(cu_backend *be) {
         info->sm_count = attribute(api, h, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
         info->max_smem_optin =
             attribute(api, h, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
-        info->l2_bytes = attribute(api, h, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
         be->ndevices++;
     }
     if (be->ndevices == 0)
@@ -226,10 +225,8 @@ static bp_status cu_init(const bp_host_services *host, void **out_backend) {
         return host->set_error(BP_ERR_OUT_OF_MEMORY, "cuda: out of host memory for the backend");
     be->host = host;
     cu_host = host;
-    if (cu_api_load(&be->api, be->reason, sizeof be->reason) == 0) {
-        be->api_loaded = true;
+    if (cu_api_load(&be->api, be->reason, sizeof be->reason) == 0)
         discover(be);
-    }
     if (be->ndevices == 0 && !cu_have_kernels()) {
         size_t len = strlen(be->reason);
         snprintf(be->reason + len, sizeof be->reason - len,

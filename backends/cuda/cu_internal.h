@@ -54,7 +54,6 @@ typedef struct cu_device_info {
     int cc_major, cc_minor;
     int sm_count;
     int max_smem_optin;       /* CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
-    int l2_bytes;
     int prio_least, prio_greatest;
 } cu_device_info;
 
@@ -71,9 +70,8 @@ struct cu_device {
     cu_device_info info;
     CUcontext ctx;            /* the primary context, retained at open */
     CUmodule *modules;        /* the embedded fatbins, loaded at open (none without kernels) */
-    pthread_mutex_t lock;     /* guards functions' lookups, streams, blaslt, graph cache */
+    pthread_mutex_t lock;     /* guards functions' lookups, blaslt, graph cache */
     cu_function functions[CU_K_COUNT];
-    cu_stream *streams;       /* every live stream, for device synchronize */
     cu_blaslt *blaslt;        /* cuBLASLt state, created at first matmul (cu_blaslt.c) */
     struct cu_graph_cache *graphs; /* executables of earlier regions (cu_region.c) */
     uint64_t peer_enabled;    /* bit j: peer access to device j enabled */
@@ -82,11 +80,9 @@ struct cu_device {
 struct cu_stream {
     cu_device *device;
     CUstream handle;
-    int priority;
     cu_region *capturing;     /* the region capturing this stream, or NULL */
     void *workspace;          /* scratch for kernels on this stream (cu_stream_workspace) */
     size_t workspace_size;
-    cu_stream *next;
 };
 
 struct cu_event {
@@ -100,7 +96,6 @@ struct cu_event {
 struct cu_backend {
     const bp_host_services *host;
     cu_api api;
-    bool api_loaded;
     int ndevices;
     cu_device *devices;
     char reason[512];         /* why there are no devices */

@@ -367,9 +367,9 @@ static bp_status region_end(void *region) {
     cu_region *r = region;
     cu_device *dev = r->device;
     bp_status st = cu_enter(dev);
-    double t0 = now_ms(), t_capture_end = r->t_captured + (t0 - r->t_begin);
     bool updated = false;
     size_t graph_nodes = 0;
+    double t0 = now_ms();
     bp_status launched = launch_capture(r, &updated, &graph_nodes);
     if (st == BP_OK)
         st = launched;
@@ -379,7 +379,7 @@ static bp_status region_end(void *region) {
                                 "in %.3f ms; last graph of %zu nodes %s and launched in %.3f ms",
                                 dev->index, r->info.nodes, r->info.nstreams,
                                 r->info.nstreams == 1 ? "" : "s", r->chunk + 1,
-                                r->chunk ? "s" : "", t_capture_end, graph_nodes,
+                                r->chunk ? "s" : "", r->t_captured, graph_nodes,
                                 updated ? "updated in place" : "instantiated", now_ms() - t0);
     free_region(r);
     return st;

@@ -21,17 +21,12 @@ static bp_status stream_create(void *device, int priority, void **out_stream) {
         return cu_host->set_error(BP_ERR_OUT_OF_MEMORY, "cuda:%d: out of host memory for a stream",
                                   dev->index);
     s->device = dev;
-    s->priority = priority;
     CUresult r = dev->backend->api.cuStreamCreateWithPriority(&s->handle, CU_STREAM_NON_BLOCKING,
                                                               priority);
     if (r != CUDA_SUCCESS) {
         free(s);
         return cu_fail(dev, r, "cuStreamCreateWithPriority");
     }
-    pthread_mutex_lock(&dev->lock);
-    s->next = dev->streams;
-    dev->streams = s;
-    pthread_mutex_unlock(&dev->lock);
     *out_stream = s;
     return BP_OK;
 }
@@ -40,13 +35,6 @@ static void stream_destroy(void *stream) {
     cu_stream *s = stream;
     cu_device *dev = s->device;
     const cu_api *api = &dev->backend->api;
-    pthread_mutex_lock(&dev->lock);
-    for (cu_stream **p = &dev->streams; *p; p = &(*p)->next)
-        if (*p == s) {
-            *p = s->next;
-            break;
-        }
-    pthread_mutex_unlock(&dev->lock);
     if (cu_enter(dev) == BP_OK) {
         if (s->workspace)
             api->cuMemFree((CUdeviceptr)(uintptr_t)s->workspace);
