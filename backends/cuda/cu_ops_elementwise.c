@@ -189,22 +189,6 @@ static unsigned row_cache_bytes(const cu_ew_rows *r, int cache) {
 
 /* ---- fill, copy, cat, where ---- */
 
-/* The bits of the fill value as dtype call->dtype (in the low bytes): the host's
- * reference fill kernel writes one element into host memory, so the conversion (f16 and
- * bf16 rounding, integer truncation and saturation) is exactly the cpu backend's. */
-static bp_status fill_bits(const bp_kernel_call *call, uint64_t *bits) {
-    *bits = 0;
-    bp_tensor_desc one = {.data = bits, .dtype = call->dtype, .ndim = 1, .shape = {1},
-                          .strides = {1}};
-    const bp_tensor_desc *outputs[1] = {&one};
-    bp_kernel_call ref = *call;
-    ref.n_inputs = 0;
-    ref.inputs = NULL;
-    ref.n_outputs = 1;
-    ref.outputs = outputs;
-    return cu_host->run_reference_kernel(&ref);
-}
-
 static bp_status op_fill(const bp_kernel_call *call) {
     cu_stream *s = call->stream;
     const bp_tensor_desc *out = call->outputs[0];
@@ -215,8 +199,8 @@ static bp_status op_fill(const bp_kernel_call *call) {
                                   "cuda:%d: fill: the host lacks run_reference_kernel (ABI 1.3), "
                                   "which converts the value",
                                   s->device->index);
-    uint64_t bits;
-    bp_status st = fill_bits(call, &bits);
+    uint64_t bits; /* the value as the dtype's bits, converted as the cpu backend does */
+    bp_status st = bp_host_fill_bits(cu_host, call, &bits);
     if (st != BP_OK)
         return st;
     bp_plan p;

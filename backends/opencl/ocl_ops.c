@@ -13,25 +13,6 @@
 
 /* ---- fill values ---- */
 
-/* The bits of the fill value as dtype `call->dtype` (in the low bytes): the host's
- * reference fill kernel writes one element into host memory, so the conversion (f16/bf16
- * rounding, integer truncation and saturation) is exactly the cpu backend's. */
-static bp_status fill_bits(const bp_kernel_call *call, const bp_host_services *host,
-                           cl_ulong *out_bits) {
-    cl_ulong bits = 0;
-    bp_tensor_desc one = {.data = &bits, .dtype = call->dtype, .ndim = 1, .shape = {1},
-                          .strides = {1}};
-    const bp_tensor_desc *outputs[1] = {&one};
-    bp_kernel_call ref = *call;
-    ref.n_inputs = 0;
-    ref.inputs = NULL;
-    ref.n_outputs = 1;
-    ref.outputs = outputs;
-    bp_status st = host->run_reference_kernel(&ref);
-    *out_bits = bits;
-    return st;
-}
-
 /* ---- helpers ---- */
 
 static bp_status get_kernel(ocl_stream *s, ocl_program_id id, int variant, const char *name,
@@ -120,7 +101,7 @@ static bp_status op_fill(const bp_kernel_call *call) {
     if (n == 0)
         return BP_OK;
     cl_ulong bits;
-    bp_status st = fill_bits(call, s->device->backend->host, &bits);
+    bp_status st = bp_host_fill_bits(s->device->backend->host, call, &bits);
     if (st != BP_OK)
         return st;
     size_t es = ocl_dtype_size(out->dtype);

@@ -316,6 +316,31 @@ static inline void bp_props_copy_out(bp_backend_device_props *dst,
         memcpy((char *)dst + head, (const char *)src + head, n - head);
 }
 
+/** For a "fill" kernel: *out_bits becomes the bit pattern of the call's value in
+ *  call->dtype (zero-extended to 64 bits), converted by the host's reference fill kernel,
+ *  so that the rounding is the core's own. The host must have run_reference_kernel
+ *  (check BP_HOST_HAS(host, run_reference_kernel) first). */
+static inline bp_status bp_host_fill_bits(const bp_host_services *host,
+                                          const bp_kernel_call *call, uint64_t *out_bits) {
+    uint64_t bits = 0;
+    bp_tensor_desc one;
+    memset(&one, 0, sizeof one);
+    one.data = &bits;
+    one.dtype = call->dtype;
+    one.ndim = 1;
+    one.shape[0] = 1;
+    one.strides[0] = 1;
+    const bp_tensor_desc *outputs[1] = {&one};
+    bp_kernel_call ref = *call;
+    ref.n_inputs = 0;
+    ref.inputs = NULL;
+    ref.n_outputs = 1;
+    ref.outputs = outputs;
+    bp_status st = host->run_reference_kernel(&ref);
+    *out_bits = bits;
+    return st;
+}
+
 /** Sizes of the ABI 1.0 structs: a plugin's struct_size fields must reach at least
  *  these (the host rejects smaller ones: "built against an older header"). */
 #define BP_PLUGIN_DESCRIPTOR_SIZE_1_0 BP_STRUCT_END(bp_plugin_descriptor, region)
