@@ -81,41 +81,35 @@ typedef struct plan_ctx {
     int *depth;
     int *chain;
     int nchains;
-    int *by_level;  /* nodes by (depth, index), made at the first ordered schedule */
-    bool by_level_made;
+    int *by_level;  /* nodes by (depth, index) */
+    uint64_t *level_keys; /* scratch for making by_level */
     int *group_pos; /* scratch: where each chain group's nodes go */
 } plan_ctx;
 
-static plan_ctx *sort_ctx; /* qsort has no context argument; plans run one at a time */
-static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int cmp_level(const void *pa, const void *pb) {
-    int a = *(const int *)pa, b = *(const int *)pb;
-    const plan_ctx *c = sort_ctx;
-    if (c->depth[a] != c->depth[b])
-        return c->depth[a] < c->depth[b] ? -1 : 1;
+static int cmp_u64(const void *pa, const void *pb) {
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
     return (a > b) - (a < b);
 }
 
+/* Fills c->by_level: the nodes by (depth, index), each pair one integer key. */
+static void level_order(plan_ctx *c) {
+    uint64_t *keys = c->level_keys;
+    for (int i = 0; i < c->n; i++)
+        keys[i] = (uint64_t)(uint32_t)c->depth[i] << 32 | (uint32_t)i;
+    qsort(keys, (size_t)c->n, sizeof *keys, cmp_u64);
+    for (int i = 0; i < c->n; i++)
+        c->by_level[i] = (int)(keys[i] & 0xffffffffu);
+}
+
 /* Order of width k (k >= nchains: pure level order; 0: program order): the nodes of
- * chain group chain / k in turn, each group in level order. One sort by level for all
- * widths, then a stable counting pass per width. */
+ * chain group chain / k in turn, each group in level order (c->by_level), by a stable
+ * counting pass. */
 static void make_order(plan_ctx *c, int k, int *order) {
     int n = c->n;
     for (int i = 0; i < n; i++)
         order[i] = i;
     if (k == 0 || n == 0)
         return;
-    if (!c->by_level_made) {
-        for (int i = 0; i < n; i++)
-            c->by_level[i] = i;
-        pthread_mutex_lock(&sort_lock);
-        sort_ctx = c;
-        qsort(c->by_level, (size_t)n, sizeof *c->by_level, cmp_level);
-        sort_ctx = NULL;
-        pthread_mutex_unlock(&sort_lock);
-        c->by_level_made = true;
-    }
     int groups = (c->nchains + k - 1) / k;
     int *pos = c->group_pos;
     for (int g = 0; g <= groups; g++)
@@ -301,14 +295,17 @@ bp_status bp_schedule_plan(bp_region *r, const bp_hint_values *hv, bp_schedule *
     c.depth = calloc(cnt, sizeof *c.depth);
     c.chain = calloc(cnt, sizeof *c.chain);
     c.by_level = calloc(cnt, sizeof *c.by_level);
+    c.level_keys = calloc(cnt, sizeof *c.level_keys);
     c.group_pos = calloc(cnt + 1, sizeof *c.group_pos);
     int *trial = malloc(cnt * sizeof *trial);
     bp_status st = BP_OK;
     if (!s->order || !s->stream_of || !s->preds || !c.depth || !c.chain || !c.by_level ||
-        !c.group_pos || !trial)
+        !c.level_keys || !c.group_pos || !trial)
         st = bp_set_error(BP_ERR_OUT_OF_MEMORY, "bp_region_end: out of host memory");
     if (st == BP_OK)
         st = build_deps(r, s, &c);
+    if (st == BP_OK)
+        level_order(&c);
     int chains = c.nchains;
     s->chains = chains;
     bp_schedule_order policy = hv->order == BP_ORDER_UNSET ? BP_ORDER_BFS : hv->order;
@@ -372,6 +369,7 @@ bp_status bp_schedule_plan(bp_region *r, const bp_hint_values *hv, bp_schedule *
     free(c.depth);
     free(c.chain);
     free(c.by_level);
+    free(c.level_keys);
     free(c.group_pos);
     free(trial);
     return st;
