@@ -6,10 +6,12 @@
 
 #include <cjson/cJSON.h>
 
+#include "hint_scan.h"
 #include "hints_internal.h"
+#include "key_set.h"
 
 /* |group_id| bound: integers a JSON number (a double) holds exactly. */
-#define BP_HINT_INT_EXACT 9007199254740992.0 /* 2^53 */
+#define BP_HINT_INT_EXACT 9007199254740992ll /* 2^53 */
 
 static const char *const order_names[] = {
     [BP_ORDER_UNSET] = "unset", [BP_ORDER_BFS] = "bfs",     [BP_ORDER_DFS] = "dfs",
@@ -38,13 +40,11 @@ static bp_hint_key key_kind(const char *name) {
     return BP_HINT_KEY_UNKNOWN;
 }
 
-/* Keys that override each other across scopes: order and schedule_policy set the
- * same thing. */
-static bool same_slot(const bp_hint_item *a, const bp_hint_item *b) {
-    bool a_order = a->kind == BP_HINT_KEY_ORDER || a->kind == BP_HINT_KEY_SCHEDULE_POLICY;
-    bool b_order = b->kind == BP_HINT_KEY_ORDER || b->kind == BP_HINT_KEY_SCHEDULE_POLICY;
-    if (a_order || b_order) return a_order && b_order;
-    return strcmp(a->key, b->key) == 0;
+/* The name under which an item overrides another across scopes: order and
+ * schedule_policy set the same thing. */
+static const char *slot_name(const bp_hint_item *item) {
+    bool order = item->kind == BP_HINT_KEY_ORDER || item->kind == BP_HINT_KEY_SCHEDULE_POLICY;
+    return order ? "order" : item->key;
 }
 
 /* Copies user text into buf for a message: at most `max` bytes, control bytes and
@@ -124,16 +124,23 @@ static bp_status parse_schedule_policy(const cJSON *v, bp_schedule_order *out) {
                         printable(s, strlen(s), 48, buf, sizeof buf));
 }
 
-/* An integral JSON number in [lo, hi]. */
-static bp_status parse_integer(const char *key, const cJSON *v, double lo, double hi,
-                               const char *range_text, double *out) {
+/* An integral JSON number in [lo, hi], read exactly from its text (`text`: where the
+ * value starts), so that no fraction or magnitude is lost to rounding into a double. */
+static bp_status parse_integer(const char *key, const cJSON *v, const char *text, int64_t lo,
+                               int64_t hi, const char *range_text, int64_t *out) {
     if (!cJSON_IsNumber(v)) return type_error(key, "an integer", v);
-    double d = v->valuedouble;
-    if (!isfinite(d) || d != floor(d)) return type_error(key, "an integer", v);
-    if (d < lo || d > hi)
-        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "hints: key '%s' must be %s, got %.17g",
-                            key, range_text, d);
-    *out = d;
+    char buf[64];
+    size_t len = 0;
+    int64_t value = 0;
+    bp_hint_integer kind = bp_hint_scan_integer(text, &value, &len);
+    const char *shown = printable(text, len, 40, buf, sizeof buf);
+    if (kind == BP_HINT_INTEGER_FRACTION)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT,
+                            "hints: key '%s' must be an integer, got number %s", key, shown);
+    if (kind == BP_HINT_INTEGER_HUGE || value < lo || value > hi)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "hints: key '%s' must be %s, got %s", key,
+                            range_text, shown);
+    *out = value;
     return BP_OK;
 }
 
@@ -210,25 +217,41 @@ static void item_init_disposition(bp_hint_item *item) {
     }
 }
 
-/* Validates every member of the object `root` into set->values. */
-static bp_status validate_members(const cJSON *root, bp_hint_values *values, int *out_count) {
+/* cJSON keeps both members of a duplicated key; the text is ambiguous. Checked before
+ * the values, so the message names the duplicate rather than one of its values. */
+static bp_status check_duplicates(const cJSON *root, int count) {
     char kbuf[64];
+    bp_key_set seen;
+    if (!bp_key_set_init(&seen, (size_t)count))
+        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "hints: out of memory");
+    bp_status st = BP_OK;
+    for (const cJSON *c = root->child; c != NULL && st == BP_OK; c = c->next) {
+        const char *name = c->string != NULL ? c->string : "";
+        if (!bp_key_set_add(&seen, name))
+            st = bp_set_error(BP_ERR_INVALID_ARGUMENT, "hints: key '%s' appears more than once",
+                              key_str(name, kbuf, sizeof kbuf));
+    }
+    bp_key_set_free(&seen);
+    return st;
+}
+
+/* Validates every member of the object `root` into *values; `scan` is the pre-pass
+ * over `json`, the text root came from (members in the same order). */
+static bp_status validate_members(const cJSON *root, const char *json, const bp_hint_scan *scan,
+                                  bp_hint_values *values, int *out_count) {
     int count = 0;
     const cJSON *order_item = NULL, *policy_item = NULL;
     bp_schedule_order order = BP_ORDER_UNSET, policy = BP_ORDER_UNSET;
-    /* cJSON keeps both members of a duplicated key; the text is ambiguous. Checked
-     * first, so the message names the duplicate rather than one of its values. */
-    for (const cJSON *c = root->child; c != NULL; c = c->next) {
-        const char *name = c->string != NULL ? c->string : "";
-        for (const cJSON *p = root->child; p != c; p = p->next)
-            if (p->string != NULL && strcmp(p->string, name) == 0)
-                return bp_set_error(BP_ERR_INVALID_ARGUMENT,
-                                    "hints: key '%s' appears more than once",
-                                    key_str(name, kbuf, sizeof kbuf));
-    }
+    /* Equal for any text cJSON accepts; checked because value_at is indexed below. */
+    if (cJSON_GetArraySize(root) != scan->members)
+        return bp_set_error(BP_ERR_INTERNAL, "hints: the pre-pass found %d keys where cJSON "
+                            "found %d", scan->members, cJSON_GetArraySize(root));
+    bp_status st = check_duplicates(root, scan->members);
+    if (st != BP_OK) return st;
     for (const cJSON *c = root->child; c != NULL; c = c->next, count++) {
         const char *name = c->string != NULL ? c->string : "";
-        bp_status st = BP_OK;
+        const char *text = json + scan->value_at[count];
+        int64_t n = 0;
         double d = 0;
         switch (key_kind(name)) {
         case BP_HINT_KEY_ORDER:
@@ -240,16 +263,16 @@ static bp_status validate_members(const cJSON *root, bp_hint_values *values, int
             st = parse_schedule_policy(c, &policy);
             break;
         case BP_HINT_KEY_GROUP_ID:
-            st = parse_integer("group_id", c, -BP_HINT_INT_EXACT, BP_HINT_INT_EXACT,
-                               "an integer of magnitude <= 2^53", &d);
+            st = parse_integer("group_id", c, text, -BP_HINT_INT_EXACT, BP_HINT_INT_EXACT,
+                               "an integer of magnitude <= 2^53", &n);
             values->has_group_id = 1;
-            values->group_id = (int64_t)d;
+            values->group_id = n;
             break;
         case BP_HINT_KEY_MAX_PARALLEL:
-            st = parse_integer("max_parallel", c, 1, 2147483647.0, ">= 1 (and <= 2147483647)",
-                               &d);
+            st = parse_integer("max_parallel", c, text, 1, INT32_MAX, ">= 1 (and <= 2147483647)",
+                               &n);
             values->has_max_parallel = 1;
-            values->max_parallel = (int)d;
+            values->max_parallel = (int)n;
             break;
         case BP_HINT_KEY_MEM_BUDGET_MB:
             st = parse_budget(c, &d);
@@ -279,14 +302,22 @@ bp_status bp_hint_set_parse(const char *json, int depth, bp_hint_set **out_set) 
                                 : bp_set_error(BP_ERR_OUT_OF_MEMORY, "hints: out of memory");
     }
     size_t len = strlen(json);
+    bp_hint_scan scan;
+    bp_status st = bp_hint_scan_text(json, len, &scan);
+    if (st != BP_OK) {
+        bp_hint_scan_free(&scan);
+        return st;
+    }
     /* The error position comes back through return_parse_end, not cJSON_GetErrorPtr,
      * whose global another thread may overwrite. (cJSON 1.7 still writes that global
      * on every parse: a benign race between threads parsing at once.) */
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(json, &end, 1);
-    if (root == NULL) return malformed(json, len, end);
+    if (root == NULL) {
+        bp_hint_scan_free(&scan);
+        return malformed(json, len, end);
+    }
 
-    bp_status st = BP_OK;
     bp_hint_set *set = NULL;
     bp_hint_values values = {.struct_size = sizeof values};
     int count = 0;
@@ -297,7 +328,7 @@ bp_status bp_hint_set_parse(const char *json, int depth, bp_hint_set **out_set) 
                           type_name(root));
         goto done;
     }
-    st = validate_members(root, &values, &count);
+    st = validate_members(root, json, &scan, &values, &count);
     if (st != BP_OK) goto done;
     set = set_new(count);
     if (set == NULL) goto oom;
@@ -324,6 +355,7 @@ oom:
     st = bp_set_error(BP_ERR_OUT_OF_MEMORY, "hints: out of memory");
 done:
     bp_hint_set_free(set);
+    bp_hint_scan_free(&scan);
     cJSON_Delete(root);
     return st;
 }
@@ -346,14 +378,28 @@ bp_status bp_hint_set_merge(const bp_hint_set *outer, const bp_hint_set *inner,
     *out_set = NULL;
     int outer_count = outer != NULL ? outer->count : 0;
     int inner_count = inner != NULL ? inner->count : 0;
-    bp_hint_set *set = set_new(outer_count + inner_count);
-    if (set == NULL) return bp_set_error(BP_ERR_OUT_OF_MEMORY, "hints: out of memory");
+    bp_key_set replaced;
+    if (!bp_key_set_init(&replaced, (size_t)inner_count))
+        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "hints: out of memory");
+    int kept = 0;
+    for (int j = 0; j < inner_count; j++) bp_key_set_add(&replaced, slot_name(&inner->items[j]));
+    for (int i = 0; i < outer_count; i++)
+        kept += !bp_key_set_has(&replaced, slot_name(&outer->items[i]));
+    if (kept + inner_count > BP_HINTS_MAX_KEYS) {
+        bp_key_set_free(&replaced);
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT,
+                            "hints: %d keys would be in effect with the scopes open on this "
+                            "thread (at most %d, BP_HINTS_MAX_KEYS)",
+                            kept + inner_count, BP_HINTS_MAX_KEYS);
+    }
+    bp_hint_set *set = set_new(kept + inner_count);
+    if (set == NULL) {
+        bp_key_set_free(&replaced);
+        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "hints: out of memory");
+    }
 
     for (int i = 0; i < outer_count; i++) {
-        bool overridden = false;
-        for (int j = 0; j < inner_count && !overridden; j++)
-            overridden = same_slot(&outer->items[i], &inner->items[j]);
-        if (overridden) continue;
+        if (bp_key_set_has(&replaced, slot_name(&outer->items[i]))) continue;
         if (!item_copy(&set->items[set->count], &outer->items[i])) goto oom;
         set->count++;
     }
@@ -382,9 +428,11 @@ bp_status bp_hint_set_merge(const bp_hint_set *outer, const bp_hint_set *inner,
     }
     v.struct_size = sizeof v;
     set->values = v;
+    bp_key_set_free(&replaced);
     *out_set = set;
     return BP_OK;
 oom:
+    bp_key_set_free(&replaced);
     bp_hint_set_free(set);
     return bp_set_error(BP_ERR_OUT_OF_MEMORY, "hints: out of memory");
 }

@@ -13,6 +13,14 @@
 extern "C" {
 #endif
 
+/** Limits of hint text, checked before anything is parsed or pushed: one text has at
+ *  most BP_HINTS_MAX_KEYS keys, and so have a thread's open scopes together; objects
+ *  and arrays nest at most BP_HINTS_MAX_DEPTH levels (the hint object is level 1).
+ *  Beyond either, bp_hints_push and bp_hints_validate fail with
+ *  BP_ERR_INVALID_ARGUMENT naming the limit. */
+#define BP_HINTS_MAX_KEYS 4096
+#define BP_HINTS_MAX_DEPTH 32
+
 /** The order a recorded region's independent chains run in (hint key `order`). */
 typedef enum bp_schedule_order {
     BP_ORDER_UNSET = 0, /**< no hint: the executor's default (bfs) */
@@ -66,7 +74,9 @@ typedef struct bp_hint_entry {
  *  until bp_hints_pop (`order` and `schedule_policy` count as one key). NULL or ""
  *  opens an empty scope (no hints; it still needs its pop).
  *  Errors: BP_ERR_INVALID_ARGUMENT for text that is not a valid hint object, with a
- *  message naming the key, or the byte offset for malformed JSON; nothing is pushed
+ *  message naming the key, or the byte offset for malformed JSON; for a text beyond
+ *  the limits above, or whose keys would put more than BP_HINTS_MAX_KEYS in effect;
+ *  for a string holding \u0000 (an embedded NUL cannot be carried); nothing is pushed
  *  then. BP_ERR_OUT_OF_MEMORY. Scopes are per thread: other threads never see them. */
 BP_API bp_status bp_hints_push(const char *json);
 
