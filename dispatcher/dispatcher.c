@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "dispatcher_internal.h"
+#include "env.h"
 #include "ops_internal.h"
 #include "region_internal.h"
 
@@ -241,8 +242,27 @@ static bp_status register_kernel(const char *name, const char *op_name, bp_dtype
     return st;
 }
 
+/* A name from a plugin is read up to `max` bytes only; one without its NUL there, or
+ * with control bytes, is refused without being echoed. NULL is register_kernel's to
+ * report. */
+static bool plugin_name_ok(const char *name, size_t max) {
+    if (!name)
+        return true;
+    size_t len = strnlen(name, max);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+            return false;
+    return len < max;
+}
+
 bp_status bp_host_register_kernel(const char *backend_name, const char *op_name, bp_dtype dtype,
                                   bp_kernel_fn fn, void *kernel_data, int32_t priority) {
+    bool backend_ok = plugin_name_ok(backend_name, BP_BACKEND_NAME_MAX);
+    if (!backend_ok || !plugin_name_ok(op_name, BP_OP_NAME_MAX))
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "register_kernel: the %s is not a "
+                            "NUL-terminated string of at most %d printable bytes",
+                            backend_ok ? "op name" : "backend name",
+                            (backend_ok ? BP_OP_NAME_MAX : BP_BACKEND_NAME_MAX) - 1);
     return register_kernel(backend_name, op_name, dtype, fn, kernel_data, priority);
 }
 
@@ -267,8 +287,8 @@ uint32_t bp_kernel_dtypes(bp_op_id op, const bp_device *device) {
 void bp_set_cpu_fallback(bool enabled) { atomic_store(&cpu_fallback, enabled); }
 
 void bp_dispatcher_init(void) {
-    const char *fallback = getenv("BP_CPU_FALLBACK");
-    atomic_init(&cpu_fallback, fallback && strcmp(fallback, "1") == 0);
+    atomic_init(&cpu_fallback, bp_env_switch("BP_CPU_FALLBACK", false, false, "dispatcher",
+                                             "the CPU fallback stays off"));
     bp_ops_define_builtins();
     int slot = bp_dispatcher_type_slot("cpu");
     bp_dispatcher_set_initializing("cpu");

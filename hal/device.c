@@ -1,10 +1,12 @@
 /* Devices: name parsing, enumeration, properties, lazy opening. */
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hal_internal.h"
+#include "text.h"
 
 bp_status bp_device_ensure_open(bp_device *device) {
     if (atomic_load_explicit(&device->opened, memory_order_acquire))
@@ -33,8 +35,11 @@ bp_status bp_device_ensure_open(bp_device *device) {
     return st;
 }
 
-/* Splits "type[:index]" into the type and the index (0 when absent). */
-static bp_status parse_device_name(const char *name, size_t *out_type_len, int *out_index) {
+/* Splits "type[:index]" into the length of the type and the index text (digits with an
+ * optional '-'; NULL when absent). Only the syntax is checked here: the value, however
+ * large or negative, is compared with the devices present. */
+static bp_status parse_device_name(const char *name, size_t *out_type_len,
+                                   const char **out_index) {
     size_t len = strlen(name);
     if (len == 0)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT,
@@ -50,27 +55,48 @@ static bp_status parse_device_name(const char *name, size_t *out_type_len, int *
         return bp_set_error(BP_ERR_INVALID_ARGUMENT,
                             "malformed device name '%s'; expected 'type' or 'type:index' with a "
                             "type of letters, digits and '_', e.g. 'cuda:1'", name);
-    long index = 0;
-    if (name[type_len] == ':') {
-        const char *digits = name + type_len + 1;
-        size_t ndigits = strspn(digits, "0123456789");
-        if (ndigits == 0 || digits[ndigits] != '\0' || ndigits > 6)
-            return bp_set_error(BP_ERR_INVALID_ARGUMENT,
-                                "malformed device index in '%s'; expected a non-negative decimal "
-                                "number after ':', e.g. 'cuda:1'", name);
-        index = strtol(digits, NULL, 10);
-    }
     *out_type_len = type_len;
-    *out_index = (int)index;
+    *out_index = NULL;
+    if (name[type_len] == ':') {
+        const char *index = name + type_len + 1;
+        const char *digits = index + (*index == '-');
+        size_t ndigits = strspn(digits, "0123456789");
+        if (ndigits == 0 || digits[ndigits] != '\0')
+            return bp_set_error(BP_ERR_INVALID_ARGUMENT,
+                                "malformed device index in '%s'; expected a decimal number after "
+                                "':', e.g. 'cuda:1'", name);
+        *out_index = index;
+    }
     return BP_OK;
+}
+
+/* The index text as an int; false when negative or beyond INT_MAX (out of range for
+ * any backend). */
+static bool index_value(const char *text, int *out) {
+    if (text == NULL) {
+        *out = 0;
+        return true;
+    }
+    if (*text == '-')
+        return false;
+    long long value = 0;
+    for (; *text; text++) {
+        value = value * 10 + (*text - '0');
+        if (value > INT_MAX)
+            return false;
+    }
+    *out = (int)value;
+    return true;
 }
 
 static bp_status lookup_device(const char *name, bp_device **out_device) {
     size_t type_len = 0;
-    int index = 0;
-    bp_status st = parse_device_name(name, &type_len, &index);
+    const char *index_text = NULL;
+    bp_status st = parse_device_name(name, &type_len, &index_text);
     if (st != BP_OK)
         return st;
+    int index = 0;
+    bool in_range = index_value(index_text, &index);
     bp_registry_lock();
     bp_backend *backend = bp_registry_find_backend(name, type_len);
     if (!backend) {
@@ -81,7 +107,7 @@ static bp_status lookup_device(const char *name, bp_device **out_device) {
                             (int)type_len, name, name, types);
     }
     bp_device *found = NULL;
-    for (int i = 0; i < backend->device_count; i++)
+    for (int i = 0; in_range && i < backend->device_count; i++)
         if (backend->devices[i]->index == index)
             found = backend->devices[i];
     int count = backend->device_count;
@@ -91,12 +117,15 @@ static bp_status lookup_device(const char *name, bp_device **out_device) {
             const char *why = backend->desc->device->unavailable_reason
                                   ? backend->desc->device->unavailable_reason(backend->state)
                                   : NULL;
+            char reason[512];
             return bp_set_error(BP_ERR_NOT_FOUND, "device '%s' not found: backend '%s' has no "
-                                "devices%s%s", name, backend->name, why ? " (" : "",
-                                why ? why : "");
+                                "devices%s%s%s", name, backend->name, why ? " (" : "",
+                                why ? bp_text_from_plugin(why, reason, sizeof reason) : "",
+                                why ? ")" : "");
         }
-        return bp_set_error(BP_ERR_NOT_FOUND, "device '%s' not found: backend '%s' has %d device(s), "
-                            "%s:0 to %s:%d", name, backend->name, count, backend->name,
+        return bp_set_error(BP_ERR_NOT_FOUND, "device '%s' not found: index %s is out of range: "
+                            "backend '%s' has %d device(s), %s:0 to %s:%d", name,
+                            index_text ? index_text : "0", backend->name, count, backend->name,
                             backend->name, count - 1);
     }
     *out_device = found;
@@ -160,7 +189,10 @@ bp_status bp_device_get_props(bp_device *device, bp_device_props *props) {
     full.index = device->index;
     snprintf(full.backend_name, sizeof full.backend_name, "%s", backend->name);
     snprintf(full.backend_version, sizeof full.backend_version, "%s", backend->desc->version);
-    snprintf(full.description, sizeof full.description, "%s", device->props.description);
+    /* The plugin's text: it may lack its NUL or hold control bytes. */
+    const char *description = device->props.description;
+    bp_text_escape(full.description, sizeof full.description, description,
+                   strnlen(description, sizeof device->props.description), NULL);
     full.capabilities = device->props.capabilities;
     full.dtypes = device->props.dtypes;
     full.stream_priority_least = device->props.stream_priority_least;

@@ -4,8 +4,6 @@
 
 #include "hal_internal.h"
 
-#define BP_ERROR_MAX 1024
-
 static _Thread_local char tls_last_error[BP_ERROR_MAX];
 
 const char *bp_status_str(bp_status status) {
@@ -44,14 +42,17 @@ bp_status bp_set_error(bp_status status, const char *fmt, ...) {
 }
 
 bp_status bp_error_prefix(bp_status status, const char *context) {
-    /* Truncation is acceptable here: the message keeps its start, which says most. */
     size_t prefix_len = strnlen(context, BP_ERROR_MAX / 2);
     size_t message_len = strnlen(tls_last_error, BP_ERROR_MAX - 1);
-    if (prefix_len + 2 + message_len > BP_ERROR_MAX - 1)
+    /* The message keeps its start, which says most; "..." shows where it was cut. */
+    bool cut = prefix_len + 2 + message_len > BP_ERROR_MAX - 1;
+    if (cut)
         message_len = BP_ERROR_MAX - 1 - prefix_len - 2;
     memmove(tls_last_error + prefix_len + 2, tls_last_error, message_len);
     memcpy(tls_last_error, context, prefix_len);
     memcpy(tls_last_error + prefix_len, ": ", 2);
     tls_last_error[prefix_len + 2 + message_len] = '\0';
+    if (cut)
+        memcpy(tls_last_error + BP_ERROR_MAX - 4, "...", 3);
     return status;
 }

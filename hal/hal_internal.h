@@ -14,11 +14,15 @@
 
 /* ---- errors and logging (error.c, log.c) ---- */
 
+/* Bytes of this thread's last-error message, its NUL included. */
+#define BP_ERROR_MAX 1024
+
 /* Sets this thread's last error and returns `status`. */
 BP_INTERNAL bp_status bp_set_error(bp_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 BP_INTERNAL bp_status bp_set_error_v(bp_status status, const char *fmt, va_list ap);
-/* Prefixes the current last error with "<context>: " (keeps the status). */
+/* Prefixes the current last error with "<context>: " (keeps the status); a message
+ * cut to fit ends in "...". */
 BP_INTERNAL bp_status bp_error_prefix(bp_status status, const char *context);
 
 BP_INTERNAL bool bp_log_enabled(bp_log_level level);

@@ -8,7 +8,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "env.h"
 #include "ops_internal.h"
+
+/* The most threads a kernel runs on: the caller and 63 pool threads. */
+#define BP_POOL_MAX_THREADS 64
 
 typedef struct job {
     void (*fn)(void *ctx, int64_t begin, int64_t end);
@@ -75,9 +79,18 @@ static void *pool_main(void *arg) {
 static void start_pool(void) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     const char *env = getenv("BP_NUM_THREADS");
-    if (env && atoi(env) > 0)
-        cores = atoi(env);
-    int wanted = cores > 1 ? (int)(cores > 64 ? 63 : cores - 1) : 0;
+    long long threads = 0;
+    if (env && *env) {
+        if (bp_env_parse_whole(env, 1, BP_POOL_MAX_THREADS, &threads))
+            cores = (long)threads;
+        else
+            bp_log(BP_LOG_WARN, "parallel", "BP_NUM_THREADS='%s' is not a whole number of "
+                   "threads from 1 to %d; using the cores online (%ld)", env,
+                   BP_POOL_MAX_THREADS, cores);
+    }
+    int wanted = cores > 1 ? (int)(cores > BP_POOL_MAX_THREADS ? BP_POOL_MAX_THREADS - 1
+                                                               : cores - 1)
+                           : 0;
     for (int i = 0; i < wanted; i++) {
         pthread_t t;
         if (pthread_create(&t, NULL, pool_main, NULL) != 0)

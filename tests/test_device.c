@@ -30,9 +30,13 @@ static void test_bad_names(void **state) {
     BP_ASSERT_ERR(bp_device_open("", &dev), BP_ERR_INVALID_ARGUMENT, "empty device name");
     BP_ASSERT_ERR(bp_device_open("cpu:", &dev), BP_ERR_INVALID_ARGUMENT, "malformed device index");
     BP_ASSERT_ERR(bp_device_open("cpu:x", &dev), BP_ERR_INVALID_ARGUMENT, "malformed device index");
-    BP_ASSERT_ERR(bp_device_open("cpu:-1", &dev), BP_ERR_INVALID_ARGUMENT, "malformed device index");
     BP_ASSERT_ERR(bp_device_open("cpu:0:1", &dev), BP_ERR_INVALID_ARGUMENT, "malformed");
-    BP_ASSERT_ERR(bp_device_open("cpu:99999999", &dev), BP_ERR_INVALID_ARGUMENT, "malformed");
+    /* The index is decimal digits, with an optional '-' and nothing else around them. */
+    static const char *const malformed[] = {"cpu: 1", "cpu:1 ", "cpu:+1", "cpu:-", "cpu:--1",
+                                            "cpu:1-", "cpu:0x1", "cpu:1e3", "cpu:\t1"};
+    for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++)
+        BP_ASSERT_ERR(bp_device_open(malformed[i], &dev), BP_ERR_INVALID_ARGUMENT,
+                      "malformed device index");
     BP_ASSERT_ERR(bp_device_open(" cpu", &dev), BP_ERR_INVALID_ARGUMENT, "malformed device name");
     BP_ASSERT_ERR(bp_device_open("c-pu", &dev), BP_ERR_INVALID_ARGUMENT, "malformed device name");
     char longname[200];
@@ -44,6 +48,37 @@ static void test_bad_names(void **state) {
     BP_ASSERT_ERR(bp_device_open("tpu:1", &dev), BP_ERR_NOT_FOUND, "types present: cpu");
     /* Index out of range: the message gives the count. */
     BP_ASSERT_ERR(bp_device_open("cpu:1", &dev), BP_ERR_NOT_FOUND, "has 1 device(s), cpu:0 to cpu:0");
+}
+
+/* As the header promises: an index out of range is BP_ERR_NOT_FOUND "out of range" with
+ * the count, however far out (negative, beyond int), never "malformed". */
+static void test_index_out_of_range(void **state) {
+    (void)state;
+    bp_device *dev = NULL;
+    static const struct {
+        const char *name, *index;
+    } cases[] = {
+        {"cpu:1", "1"},
+        {"cpu:01", "01"}, /* leading zeros are allowed ("cpu:000" is cpu:0) */
+        {"cpu:-1", "-1"},
+        {"cpu:-0", "-0"}, /* a negative index is out of range, whatever its digits */
+        {"cpu:99999999", "99999999"},
+        {"CPU:2147483647", "2147483647"},
+        {"cpu:2147483648", "2147483648"},
+        {"cpu:99999999999", "99999999999"},
+        {"cpu:-2147483649", "-2147483649"},
+        {"cpu:123456789012345678901234567890123456789012345678901234",
+         "123456789012345678901234567890123456789012345678901234"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char expected[160];
+        snprintf(expected, sizeof expected, "index %s is out of range: backend 'cpu' has 1 "
+                 "device(s), cpu:0 to cpu:0", cases[i].index);
+        BP_ASSERT_ERR(bp_device_open(cases[i].name, &dev), BP_ERR_NOT_FOUND, expected);
+    }
+    /* An unknown type is reported as such, whatever the index. */
+    BP_ASSERT_ERR(bp_device_open("tpu:99999999999", &dev), BP_ERR_NOT_FOUND,
+                  "unknown device type 'tpu'");
 }
 
 static void test_enumeration(void **state) {
@@ -122,6 +157,15 @@ static void child_default_fails(void *arg) {
     CHILD_CHECK(strstr(bp_last_error(), "types present: cpu") != NULL);
 }
 
+static void child_default_out_of_range(void *arg) {
+    (void)arg;
+    bp_device *dev = NULL;
+    CHILD_CHECK(bp_device_default(&dev) == BP_ERR_NOT_FOUND);
+    CHILD_CHECK(strcmp(bp_last_error(), "BP_DEVICE: device 'cpu:99999999999' not found: index "
+                       "99999999999 is out of range: backend 'cpu' has 1 device(s), cpu:0 to "
+                       "cpu:0") == 0);
+}
+
 static void test_default_device_from_environment(void **state) {
     (void)state;
     const char *const unset[] = {"BP_DEVICE=", NULL};
@@ -130,6 +174,8 @@ static void test_default_device_from_environment(void **state) {
     assert_int_equal(bp_test_run_child(child_default_is, "cpu:0", upper), 0);
     const char *const bad[] = {"BP_DEVICE=warp9:2", NULL};
     assert_int_equal(bp_test_run_child(child_default_fails, NULL, bad), 0);
+    const char *const far[] = {"BP_DEVICE=cpu:99999999999", NULL};
+    assert_int_equal(bp_test_run_child(child_default_out_of_range, NULL, far), 0);
     const char *const plugin[] = {"BP_PLUGIN_PATH=" BP_TEST_PLUGIN_DIR "/good",
                                   "BP_DEVICE=tdev:1", NULL};
     assert_int_equal(bp_test_run_child(child_default_is, "testdev:1", plugin), 0);
@@ -141,6 +187,7 @@ int main(void) {
         cmocka_unit_test(test_default_device_from_environment),
         cmocka_unit_test(test_open_by_name_variants),
         cmocka_unit_test(test_bad_names),
+        cmocka_unit_test(test_index_out_of_range),
         cmocka_unit_test(test_enumeration),
         cmocka_unit_test(test_props),
         cmocka_unit_test(test_synchronize),

@@ -116,3 +116,29 @@ int bp_test_run_command(const char *const *argv, const char *const *env, char **
     *out_stdout = buf;
     return decode_wait_status(status);
 }
+
+static int capture_saved_fd = -1;
+static FILE *capture_file;
+
+void bp_test_capture_begin(void) {
+    fflush(stderr);
+    capture_file = tmpfile();
+    CHILD_CHECK(capture_file != NULL);
+    capture_saved_fd = dup(2);
+    CHILD_CHECK(capture_saved_fd >= 0 && dup2(fileno(capture_file), 2) == 2);
+}
+
+char *bp_test_capture_end(void) {
+    fflush(stderr);
+    dup2(capture_saved_fd, 2);
+    close(capture_saved_fd);
+    long size = ftell(capture_file);
+    CHILD_CHECK(size >= 0);
+    char *text = malloc((size_t)size + 1);
+    CHILD_CHECK(text != NULL);
+    rewind(capture_file);
+    CHILD_CHECK(fread(text, 1, (size_t)size, capture_file) == (size_t)size);
+    text[size] = '\0';
+    fclose(capture_file);
+    return text;
+}

@@ -59,4 +59,9 @@ int bp_test_run_child(void (*fn)(void *arg), void *arg, const char *const *env);
  * malloc'ed string (*out_stdout, caller frees). Returns the exit status. */
 int bp_test_run_command(const char *const *argv, const char *const *env, char **out_stdout);
 
+/* Inside a forked child: sends what the process writes to stderr into a temporary
+ * file until bp_test_capture_end, which returns it (malloc'ed, caller frees). */
+void bp_test_capture_begin(void);
+char *bp_test_capture_end(void);
+
 #endif

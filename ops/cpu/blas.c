@@ -5,15 +5,16 @@
 #include <string.h>
 
 #include "blas.h"
+#include "env.h"
 #include "ops_internal.h"
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static bp_sgemm_fn blas_sgemm;
 
 static void find_sgemm(void) {
-    const char *choice = getenv("BP_BLAS");
-    if (choice && strcmp(choice, "0") == 0) {
-        bp_log(BP_LOG_INFO, "matmul", "BP_BLAS=0: using the built-in matmul kernel");
+    /* An unclear value loads no library: the built-in kernel is always there. */
+    if (!bp_env_switch("BP_BLAS", true, false, "matmul", "f32 matmul uses the built-in kernel")) {
+        bp_log(BP_LOG_INFO, "matmul", "BP_BLAS: using the built-in matmul kernel");
         return;
     }
     static const char *const libraries[] = {"libopenblas.so.0", "libopenblas.so", "libcblas.so.3",
