@@ -53,9 +53,11 @@ typedef struct bp_device_props {
 /** Opens the device named by `name`: "type" or "type:index", case-insensitive, where
  *  type is a backend name or one of its aliases ("hip" for "rocm"); "cuda" means
  *  "cuda:0". Loads plugins on first use. Thread-safe.
- *  Errors: BP_ERR_INVALID_ARGUMENT for a malformed name, BP_ERR_NOT_FOUND for an
- *  unknown type (the message lists the types present) or an index out of range
- *  (the message gives the count). */
+ *  The index is decimal digits (leading zeros allowed) with an optional '-'.
+ *  Errors: BP_ERR_INVALID_ARGUMENT for a malformed name ("cpu: 1", "cpu:+1", "cpu:0x1"),
+ *  BP_ERR_NOT_FOUND for an unknown type (the message lists the types present) or an
+ *  index out of range: negative, beyond int or not below the count ("index 7 is out
+ *  of range", with the count). */
 BP_API bp_status bp_device_open(const char *name, bp_device **out_device);
 
 /** The process default device: the one named by the environment variable BP_DEVICE
