@@ -49,8 +49,8 @@ static void test_device_names(void **state) {
     BP_CONF_ERR(bp_device_open(NULL, &dev), BP_ERR_INVALID_ARGUMENT);
     BP_CONF_ERR(bp_device_open(type, NULL), BP_ERR_INVALID_ARGUMENT);
     BP_CONF_ERR(bp_device_open("", &dev), BP_ERR_INVALID_ARGUMENT);
-    static const char *const malformed[] = {"%s:", "%s:x", "%s:-1", "%s:0:1", " %s", "%s :0",
-                                            "%s:0 "};
+    static const char *const malformed[] = {"%s:", "%s:x", "%s:+1", "%s:0:1", " %s", "%s :0",
+                                            "%s:0 ", "%s: 0", "%s:0x1"};
     for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
         snprintf(name, sizeof name, malformed[i], type);
         BP_CONF_ERR(bp_device_open(name, &dev), BP_ERR_INVALID_ARGUMENT);
@@ -73,6 +73,12 @@ static void test_device_names(void **state) {
     BP_CONF_ERR(bp_device_open(name, &dev), BP_ERR_NOT_FOUND);
     snprintf(name, sizeof name, "%s:%d", type, of_type + 1000);
     BP_CONF_ERR(bp_device_open(name, &dev), BP_ERR_NOT_FOUND);
+    /* Negative or beyond int is out of range too, not malformed. */
+    static const char *const far[] = {"%s:-1", "%s:2147483648", "%s:99999999999"};
+    for (size_t i = 0; i < sizeof far / sizeof far[0]; i++) {
+        snprintf(name, sizeof name, far[i], type);
+        BP_CONF_ERR(bp_device_open(name, &dev), BP_ERR_NOT_FOUND);
+    }
 
     /* bp_device_get outside 0..count-1 is an error too. */
     bp_clear_error();
