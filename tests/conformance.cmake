@@ -77,6 +77,13 @@ if(TARGET bp_opencl)
     -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_corrupt_cache.cmake)
   set_tests_properties(opencl_corrupt_cache PROPERTIES TIMEOUT 300 LABELS conformance
     ENVIRONMENT "${bp_ocl_env};BP_OPENCL_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache_corrupt")
+  # Only a cache no one else can have written is used (check_opencl_cache_trust.cmake).
+  add_test(NAME opencl_cache_trust COMMAND ${CMAKE_COMMAND}
+    -DEXE=$<TARGET_FILE:bp-conformance>
+    -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache_trust
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_cache_trust.cmake)
+  set_tests_properties(opencl_cache_trust PROPERTIES TIMEOUT 300 LABELS conformance
+    ENVIRONMENT "${bp_ocl_env};BP_LOG=warn")
 endif()
 
 # Each seeded defect: the run fails (exit 1) and the named test is among the failures.
