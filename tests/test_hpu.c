@@ -1,6 +1,7 @@
 /* The hpu simulator plugin (backends/hpu, docs/hpu.md) as an application sees it: it
  * is autoloaded from the build tree, its arena has the size BP_HPU_MEMORY_MB asks for
- * (CTest sets 512) and runs out cleanly, a bad setting skips the plugin with a reason,
+ * (CTest sets 512) but never more than the host's memory, and runs out cleanly, a bad
+ * setting skips the plugin with a reason,
  * eager ops pay the modelled host launch cost and regions do not, and the demo's five
  * scenarios on hpu show the seed's shape of results (compiled regions, strict far
  * below bfs in memory, sliced eager host-bound). Results themselves are checked by
