@@ -8,6 +8,16 @@
  * be handed out again at once: the stream's order protects it. Free blocks sit in
  * per-stream pools, in size-class bins (4 per power of two) searched best fit.
  *
+ * Oversize requests (at least the maximum split size, BP_ALLOC_MAX_SPLIT_MB, like
+ * PyTorch's max_split_size_mb) get segments of a third kind that are never split:
+ * such a block serves only an oversize request that leaves less than OVERSIZE_SLACK of
+ * it unused, so one huge freed block cannot end up pinned by small tensors carved
+ * from it, and stays whole for release when memory runs short.
+ *
+ * The limit bounds reserved bytes. Lowered below them while blocks are in use, it
+ * makes every allocation take the slow path, which first releases the cache and then
+ * hands out cached memory only while the bytes in use stay within the limit.
+ *
  * Another stream gets memory only a whole segment at a time: a fully free segment
  * moves to a new pool once an event recorded on its old stream, after the last free,
  * has completed. Blocks used by more streams (record_stream) wait after free for an
@@ -20,7 +30,6 @@
  * One mutex per allocator guards everything below. Waits for streams happen with it
  * released (release_cached), except in free after a backend failed to record an
  * event. */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +46,17 @@
 #define NBINS ((64 - 9) * 4)
 #define NBIN_WORDS ((NBINS + 63) / 64)
 #define EVENT_POOL_MAX 32
+/* What an oversize block may have beyond the request it serves (PyTorch's kLargeBuffer). */
+#define OVERSIZE_SLACK ((size_t)20 << 20)
+#define DEFAULT_MAX_SPLIT ((size_t)256 << 20)
+
+/* The three kinds of segments, each with its own bins in every pool. */
+typedef enum seg_kind {
+    KIND_SMALL,    /* 2 MiB, carved into requests <= SMALL_MAX */
+    KIND_LARGE,    /* one per request below the maximum split size, then split */
+    KIND_OVERSIZE, /* one per request of at least the maximum split size, never split */
+    KIND_COUNT
+} seg_kind;
 
 typedef enum block_state {
     BLOCK_FREE,      /* in its pool's bins */
@@ -76,16 +96,17 @@ typedef struct bins {
 
 typedef struct pool {
     bp_stream *stream; /* NULL: the pool of segments whose stream was destroyed */
-    bins small, large;
+    bins bins[KIND_COUNT];
 } pool;
 
 typedef struct segment {
     uintptr_t base;
     size_t size;
-    bool small;
+    seg_kind kind;
     bool sync_device; /* releasing: no event could be recorded, wait for the device */
     bool in_free_list;
     pool *pool;
+    bins *bins;    /* pool->bins[kind], where its free blocks are */
     size_t used;   /* blocks allocated or pending */
     block *blocks; /* first block in address order */
     void *event;   /* recorded on pool->stream since the segment became fully free */
@@ -113,6 +134,12 @@ struct bp_allocator {
     int nevents;
     int releasing;
     uint64_t limit;
+    bool over_limit;  /* limit && reserved > limit: only after the limit was lowered */
+    size_t max_split; /* requests of this size or more are oversize; SIZE_MAX: none */
+    /* Larger requests take the slow path: oversize ones, those beyond the device's
+     * total memory, and every one while over the limit (fast_max is 0 then). One
+     * compare on the fast path for the three. */
+    size_t fast_cap, fast_max;
     uint64_t allocated, reserved, peak_allocated, peak_reserved;
     uint64_t num_allocs, num_frees, cache_hits, num_segments;
     uint64_t backend_allocs, backend_frees;
@@ -182,8 +209,23 @@ static block *bins_find(const bins *bs, size_t size) {
     return best;
 }
 
-static bins *segment_bins(segment *s) {
-    return s->small ? &s->pool->small : &s->pool->large;
+/* Puts the segment in pool `p` (its free blocks are not in any bins now). */
+static void segment_place(segment *s, pool *p) {
+    s->pool = p;
+    s->bins = &p->bins[s->kind];
+}
+
+/* Whether a block of kind `kind` may split off what a request of `size` leaves. Large
+ * blocks split only when the rest is worth a large block, like PyTorch. */
+static bool splits(seg_kind kind, size_t block_size, size_t size) {
+    size_t rest = block_size - size;
+    return kind == KIND_SMALL ? rest >= BLOCK_ROUND : kind == KIND_LARGE && rest > SMALL_MAX;
+}
+
+/* Best fit in the pool's bins of `kind`; an oversize block only within the slack. */
+static block *pool_find(pool *p, seg_kind kind, size_t size) {
+    block *b = bins_find(&p->bins[kind], size);
+    return kind == KIND_OVERSIZE && b && b->size - size >= OVERSIZE_SLACK ? NULL : b;
 }
 
 /* ---- small object caches ---- */
@@ -246,7 +288,14 @@ static void uses_free(bp_allocator *a, stream_uses *u) {
     free(u);
 }
 
-/* ---- stats ---- */
+/* ---- stats and the limit ---- */
+
+/* Call whenever the limit changes or reserved bytes drop (new segments never cross the
+ * limit). */
+static void note_limit(bp_allocator *a) {
+    a->over_limit = a->limit && a->reserved > a->limit;
+    a->fast_max = a->over_limit ? 0 : a->fast_cap;
+}
 
 static void note_allocated(bp_allocator *a, uint64_t bytes) {
     a->allocated += bytes;
@@ -301,11 +350,11 @@ static void segment_unlink(bp_allocator *a, segment *s) {
 static void segment_retag(bp_allocator *a, segment *s, pool *to) {
     for (block *b = s->blocks; b; b = b->next)
         if (b->state == BLOCK_FREE)
-            bin_remove(segment_bins(s), b);
-    s->pool = to;
+            bin_remove(s->bins, b);
+    segment_place(s, to);
     for (block *b = s->blocks; b; b = b->next)
         if (b->state == BLOCK_FREE)
-            bin_insert(segment_bins(s), b);
+            bin_insert(s->bins, b);
     event_put(a, s->event);
     s->event = NULL;
 }
@@ -336,16 +385,18 @@ static bool segment_idle(bp_allocator *a, segment *s) {
 }
 
 /* Takes the smallest idle fully free segment of another pool that fits. */
-static block *migrate_segment(bp_allocator *a, pool *p, size_t size, bool small) {
+static block *migrate_segment(bp_allocator *a, pool *p, size_t size, seg_kind kind) {
     segment *best = NULL;
     for (segment *s = a->free_segs; s; s = s->free_next) {
-        if (s->pool == p || s->small != small || s->size < size)
+        if (s->pool == p || s->kind != kind || s->size < size)
+            continue;
+        if (kind == KIND_OVERSIZE && s->size - size >= OVERSIZE_SLACK)
             continue;
         if (best && s->size >= best->size)
             continue;
         if (segment_idle(a, s)) {
             best = s;
-            if (small)
+            if (kind == KIND_SMALL)
                 break;
         }
     }
@@ -360,7 +411,7 @@ static block *migrate_segment(bp_allocator *a, pool *p, size_t size, bool small)
 /* Returns a block to its pool, merging it with free neighbours. */
 static void block_release(bp_allocator *a, block *b) {
     segment *s = b->seg;
-    bins *bs = segment_bins(s);
+    bins *bs = s->bins;
     b->state = BLOCK_FREE;
     block *n = b->next;
     if (n && n->state == BLOCK_FREE) {
@@ -390,15 +441,12 @@ static void block_release(bp_allocator *a, block *b) {
  * records it as handed out. The caller has put it in the pointer map. */
 static void block_hand_out(bp_allocator *a, block *b, size_t size) {
     segment *s = b->seg;
-    bins *bs = segment_bins(s);
+    bins *bs = s->bins;
     bin_remove(bs, b);
-    size_t rest = b->size - size;
-    /* Large blocks split only when the rest is worth a large block, like PyTorch. */
-    bool split = s->small ? rest >= BLOCK_ROUND : rest > SMALL_MAX;
-    block *r = split ? spare_get(a) : NULL;
+    block *r = splits(s->kind, b->size, size) ? spare_get(a) : NULL;
     if (r) {
         r->addr = b->addr + size;
-        r->size = rest;
+        r->size = b->size - size;
         r->seg = s;
         r->prev = b;
         r->next = b->next;
@@ -480,9 +528,10 @@ static bp_status out_of_memory(bp_allocator *a, size_t requested, const char *wh
 /* Gets a new segment for `size` into pool `p` and returns its one free block. On
  * BP_ERR_OUT_OF_MEMORY from the limit or the backend, sets no error but says why in
  * `why`; the caller may release the cache and retry. */
-static bp_status segment_new(bp_allocator *a, pool *p, size_t size, bool small, block **out,
+static bp_status segment_new(bp_allocator *a, pool *p, size_t size, seg_kind kind, block **out,
                              char *why, size_t why_size) {
-    size_t seg_size = small ? SEGMENT_UNIT : (size + SEGMENT_UNIT - 1) & ~(SEGMENT_UNIT - 1);
+    size_t seg_size =
+        kind == KIND_SMALL ? SEGMENT_UNIT : (size + SEGMENT_UNIT - 1) & ~(SEGMENT_UNIT - 1);
     if (a->limit && a->reserved + seg_size > a->limit) {
         snprintf(why, why_size,
                  "a new segment of %zu bytes would exceed the limit (raise it with "
@@ -517,8 +566,8 @@ static bp_status segment_new(bp_allocator *a, pool *p, size_t size, bool small, 
     }
     s->base = (uintptr_t)raw;
     s->size = seg_size;
-    s->small = small;
-    s->pool = p;
+    s->kind = kind;
+    segment_place(s, p);
     s->blocks = b;
     s->next = a->segments;
     if (s->next)
@@ -528,7 +577,7 @@ static bp_status segment_new(bp_allocator *a, pool *p, size_t size, bool small, 
     b->size = seg_size;
     b->seg = s;
     b->state = BLOCK_FREE;
-    bin_insert(segment_bins(s), b);
+    bin_insert(s->bins, b);
     segment_enter_free(a, s);
     note_reserved(a, seg_size);
     a->num_segments++;
@@ -575,7 +624,7 @@ static bp_status release_cached(bp_allocator *a) {
         void *e = s->event;
         s->event = NULL;
         segment_leave_free(a, s);
-        bin_remove(segment_bins(s), s->blocks);
+        bin_remove(s->bins, s->blocks);
         segment_unlink(a, s);
         if (s->pool->stream && !e) {
             e = event_record(a, s->pool->stream);
@@ -583,6 +632,7 @@ static bp_status release_cached(bp_allocator *a) {
         }
         s->event = e;
         s->pool = NULL;
+        s->bins = NULL;
         s->next = doomed;
         doomed = s;
     }
@@ -620,6 +670,7 @@ static bp_status release_cached(bp_allocator *a) {
         spare_put(a, s->blocks);
         free(s);
     }
+    note_limit(a);
     a->releasing--;
     pthread_cond_broadcast(&a->released);
     pthread_mutex_unlock(&a->lock);
@@ -628,11 +679,31 @@ static bp_status release_cached(bp_allocator *a) {
 
 /* ---- the slow path ---- */
 
-/* Finds a block when the stream's pool has none: pending frees, idle segments of other
- * streams, a new segment, and after an out-of-memory the same once more after
- * releasing the cache. Called and returns with the lock held. */
+/* Releases the cache (the lock released meanwhile) and waits for every other release
+ * pass: one may still hold segments it is about to free. */
+static void release_and_wait(bp_allocator *a) {
+    pthread_mutex_unlock(&a->lock);
+    release_cached(a);
+    pthread_mutex_lock(&a->lock);
+    while (a->releasing > 0)
+        pthread_cond_wait(&a->released, &a->lock);
+}
+
+/* Finds a block when the stream's pool has none or the allocator is over its limit:
+ * pending frees, idle segments of other streams, a new segment, and after an
+ * out-of-memory the same once more after releasing the cache. Over a lowered limit,
+ * the cache is released first, and a cached block is then handed out only if the bytes
+ * in use stay within the limit. Called and returns with the lock held. */
 static bp_status alloc_slow(bp_allocator *a, bp_stream *stream, size_t requested, size_t size,
-                            bool small, block **out) {
+                            block **out) {
+    uint64_t total = a->device->props.total_memory;
+    if (total && size > total)
+        /* No release or retry can help; saying so beats a backend failure or an
+         * overcommitted host allocation. */
+        return out_of_memory(a, requested, "the request exceeds the device's total memory");
+    seg_kind kind = size <= SMALL_MAX     ? KIND_SMALL
+                    : size < a->max_split ? KIND_LARGE
+                                          : KIND_OVERSIZE;
     char why[384] = "";
     for (int attempt = 0;; attempt++) {
         pool *p = NULL;
@@ -640,47 +711,73 @@ static bp_status alloc_slow(bp_allocator *a, bp_stream *stream, size_t requested
         if (st != BP_OK)
             return st;
         process_pending(a);
-        block *b = bins_find(small ? &p->small : &p->large, size);
+        if (a->over_limit && attempt == 0) {
+            release_and_wait(a);
+            continue;
+        }
+        block *b = pool_find(p, kind, size);
         if (!b)
-            b = migrate_segment(a, p, size, small);
+            b = migrate_segment(a, p, size, kind);
+        uint64_t in_use = b ? a->allocated + (splits(kind, b->size, size) ? size : b->size) : 0;
+        if (a->over_limit && in_use > a->limit) {
+            snprintf(why, sizeof why,
+                     "the limit is below the bytes still reserved (it was lowered while blocks "
+                     "were in use), and the cached block would put %" PRIu64 " bytes in use, "
+                     "above the limit (free memory or raise the limit)", in_use);
+            return out_of_memory(a, requested, why);
+        }
         if (b) {
             a->cache_hits++;
             *out = b;
             return BP_OK;
         }
-        st = segment_new(a, p, size, small, out, why, sizeof why);
+        st = segment_new(a, p, size, kind, out, why, sizeof why);
         if (st != BP_ERR_OUT_OF_MEMORY)
             return st;
         if (attempt == 1)
             return out_of_memory(a, requested, why);
-        pthread_mutex_unlock(&a->lock);
-        release_cached(a);
-        pthread_mutex_lock(&a->lock);
-        /* Another thread's release may still hold segments it is about to free. */
-        while (a->releasing > 0)
-            pthread_cond_wait(&a->released, &a->lock);
+        release_and_wait(a);
     }
 }
 
 /* ---- the internal API ---- */
 
-static uint64_t limit_from_env(const bp_device *device) {
-    const char *v = secure_getenv("BP_MEMORY_LIMIT_MB");
-    if (!v || !*v)
-        return 0;
-    char *end = NULL;
-    errno = 0;
-    unsigned long long mb = strtoull(v, &end, 10);
-    if (errno || end == v || *end != '\0' || strchr(v, '-') || mb > UINT64_MAX / MIB) {
-        bp_log(BP_LOG_WARN, "allocator",
-               "ignoring BP_MEMORY_LIMIT_MB='%s' for %s: expected a whole number of "
-               "megabytes", v, device->name);
-        return 0;
+/* A whole number of MiB from the environment variable `name` into *out_mb, at most
+ * max_mb: ASCII decimal digits and nothing else (no sign, space, base prefix, exponent
+ * or unit). Unset leaves *out_mb alone; anything else, empty included, is an error
+ * naming the variable, the value and the reason. */
+static bp_status env_mib(const bp_device *device, const char *name, const char *zero_means,
+                         uint64_t max_mb, uint64_t *out_mb) {
+    const char *v = secure_getenv(name);
+    if (!v)
+        return BP_OK;
+    size_t digits = strspn(v, "0123456789");
+    size_t len = strlen(v);
+    const char *cut = len > 64 ? "..." : "";
+    if (digits == 0 || digits != len)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT,
+                            "%s='%.64s%s' for %s is not a whole number of MiB (decimal digits "
+                            "only; 0 for %s)", name, v, cut, device->name, zero_means);
+    uint64_t mb = 0;
+    for (size_t i = 0; i < digits; i++) {
+        unsigned d = (unsigned)(v[i] - '0');
+        if (mb > (max_mb - d) / 10)
+            return bp_set_error(BP_ERR_INVALID_ARGUMENT,
+                                "%s='%.64s%s' for %s is out of range: at most %" PRIu64 " MiB",
+                                name, v, cut, device->name, max_mb);
+        mb = mb * 10 + d;
     }
-    return (uint64_t)mb * MIB;
+    *out_mb = mb;
+    return BP_OK;
 }
 
 bp_status bp_allocator_create(bp_device *device, bp_allocator **out_allocator) {
+    uint64_t limit_mb = 0, split_mb = DEFAULT_MAX_SPLIT / MIB;
+    bp_status st = env_mib(device, "BP_MEMORY_LIMIT_MB", "no limit", UINT64_MAX / MIB, &limit_mb);
+    if (st == BP_OK)
+        st = env_mib(device, "BP_ALLOC_MAX_SPLIT_MB", "no maximum", SIZE_MAX / MIB, &split_mb);
+    if (st != BP_OK)
+        return st;
     bp_allocator *a = calloc(1, sizeof *a);
     if (!a)
         return bp_set_error(BP_ERR_OUT_OF_MEMORY,
@@ -690,7 +787,13 @@ bp_status bp_allocator_create(bp_device *device, bp_allocator **out_allocator) {
     a->device = device;
     a->mem = device->backend->desc->memory;
     a->ev = device->backend->desc->event;
-    a->limit = limit_from_env(device);
+    a->limit = limit_mb * MIB;
+    a->max_split = split_mb ? (size_t)(split_mb * MIB) : SIZE_MAX;
+    uint64_t total = device->props.total_memory;
+    a->fast_cap = a->max_split - 1;
+    if (total && total < a->fast_cap)
+        a->fast_cap = (size_t)total;
+    note_limit(a);
     *out_allocator = a;
     return BP_OK;
 }
@@ -713,22 +816,17 @@ bp_status bp_allocator_alloc(bp_allocator *a, size_t size, bp_stream *stream, vo
                             "cannot allocate %zu bytes on %s: the size is beyond what any "
                             "device can hold", size, a->device->name);
     size_t rounded = (size + BLOCK_ROUND - 1) & ~(BLOCK_ROUND - 1);
-    bool small = rounded <= SMALL_MAX;
-    uint64_t total = a->device->props.total_memory;
+    seg_kind kind = rounded <= SMALL_MAX ? KIND_SMALL : KIND_LARGE; /* on the fast path */
 
     pthread_mutex_lock(&a->lock);
     block *b = NULL;
     pool *p = a->last_pool;
     if (!p || p->stream != stream)
         a->last_pool = p = bp_ptr_map_get(&a->pools, stream);
-    if (total && rounded > total)
-        /* No release or retry can help; saying so beats a backend failure or an
-         * overcommitted host allocation. */
-        st = out_of_memory(a, size, "the request exceeds the device's total memory");
-    else if (p && (b = bins_find(small ? &p->small : &p->large, rounded)))
+    if (rounded <= a->fast_max && p && (b = bins_find(&p->bins[kind], rounded)))
         a->cache_hits++;
     else
-        st = alloc_slow(a, stream, size, rounded, small, &b);
+        st = alloc_slow(a, stream, size, rounded, &b);
     if (st == BP_OK && !bp_ptr_map_put(&a->blocks, (void *)b->addr, b))
         st = bp_set_error(BP_ERR_OUT_OF_MEMORY, "out of host memory for the allocator of %s",
                           a->device->name);
@@ -837,6 +935,7 @@ void bp_allocator_get_stats(bp_allocator *a, bp_memory_stats *stats) {
     s.num_backend_allocs = a->backend_allocs;
     s.num_backend_frees = a->backend_frees;
     s.limit_bytes = a->limit;
+    s.max_split_bytes = a->max_split == SIZE_MAX ? 0 : a->max_split;
     pthread_mutex_unlock(&a->lock);
     s.struct_size = stats->struct_size;
     memcpy(stats, &s, stats->struct_size < sizeof s ? stats->struct_size : sizeof s);
@@ -856,7 +955,8 @@ void bp_allocator_reset_peak(bp_allocator *a) {
 bp_status bp_allocator_set_limit(bp_allocator *a, uint64_t limit_bytes) {
     pthread_mutex_lock(&a->lock);
     a->limit = limit_bytes;
-    bool over = limit_bytes && a->reserved > limit_bytes;
+    note_limit(a);
+    bool over = a->over_limit;
     pthread_mutex_unlock(&a->lock);
     return over ? release_cached(a) : BP_OK;
 }

@@ -3,7 +3,7 @@
 # the docs name. Every run goes through check_conformance.cmake, which checks the exit
 # code and the report, not only the output.
 set(bp_broken_plugin ${BP_TEST_PLUGIN_DIR}/broken/libbp_broken.so)
-set(bp_conf_env "BP_PLUGIN_PATH=;BP_PLUGINS=;BP_DEVICE=;BP_MEMORY_LIMIT_MB=;BP_AUTOLOAD=;BP_TRACE_OPS=;BP_PROFILE=;BP_CPU_FALLBACK=;BP_BLAS=;BP_BROKEN_DEFECT=")
+set(bp_conf_env "BP_PLUGIN_PATH=;BP_PLUGINS=;BP_DEVICE=;BP_MEMORY_LIMIT_MB=0;BP_AUTOLOAD=;BP_TRACE_OPS=;BP_PROFILE=;BP_CPU_FALLBACK=;BP_BLAS=;BP_BROKEN_DEFECT=")
 
 # bp_conformance_test(<name> EXIT <code> [EXPECT <regex>...] [DEFECT <defect>] ARGS <args>...)
 function(bp_conformance_test name)
@@ -77,6 +77,13 @@ if(TARGET bp_opencl)
     -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_corrupt_cache.cmake)
   set_tests_properties(opencl_corrupt_cache PROPERTIES TIMEOUT 300 LABELS conformance
     ENVIRONMENT "${bp_ocl_env};BP_OPENCL_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache_corrupt")
+  # Only a cache no one else can have written is used (check_opencl_cache_trust.cmake).
+  add_test(NAME opencl_cache_trust COMMAND ${CMAKE_COMMAND}
+    -DEXE=$<TARGET_FILE:bp-conformance>
+    -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache_trust
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_cache_trust.cmake)
+  set_tests_properties(opencl_cache_trust PROPERTIES TIMEOUT 300 LABELS conformance
+    ENVIRONMENT "${bp_ocl_env};BP_LOG=warn")
 endif()
 
 # Each seeded defect: the run fails (exit 1) and the named test is among the failures.

@@ -1,6 +1,7 @@
 /* The hpu simulator plugin (backends/hpu, docs/hpu.md) as an application sees it: it
  * is autoloaded from the build tree, its arena has the size BP_HPU_MEMORY_MB asks for
- * (CTest sets 512) and runs out cleanly, a bad setting skips the plugin with a reason,
+ * (CTest sets 512) but never more than the host's memory, and runs out cleanly, a bad
+ * setting skips the plugin with a reason,
  * eager ops pay the modelled host launch cost and regions do not, and the demo's five
  * scenarios on hpu show the seed's shape of results (compiled regions, strict far
  * below bfs in memory, sliced eager host-bound). Results themselves are checked by
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "test_util.h"
 
@@ -82,6 +84,53 @@ static void test_bad_memory_setting_skips_plugin(void **state) {
     (void)state;
     const char *env[] = {"BP_HPU_MEMORY_MB=lots", NULL};
     assert_int_equal(bp_test_run_child(child_bad_memory_setting, NULL, env), 0);
+}
+
+/* The host's physical memory in whole MiB, as bytes: what hpu caps its devices at. */
+static uint64_t host_ram_bytes(void) {
+    uint64_t bytes = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+    return bytes >> 20 << 20;
+}
+
+/* BP_HPU_MEMORY_MB unset (96 GiB) or larger than the host: each device is capped at
+ * its share of the host's memory, reports that, and a request beyond it fails cleanly
+ * instead of reserving address space the host cannot back. */
+typedef struct capped_case {
+    int devices;
+    uint64_t requested; /* bytes BP_HPU_MEMORY_MB asks for per device */
+} capped_case;
+
+static void child_arena_capped(void *arg) {
+    const capped_case *c = arg;
+    int devices = c->devices;
+    uint64_t share = (host_ram_bytes() / (uint64_t)devices) >> 20 << 20;
+    uint64_t want = c->requested < share ? c->requested : share;
+    for (int i = 0; i < devices; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "hpu:%d", i);
+        bp_device *dev = NULL;
+        CHILD_CHECK(bp_device_open(name, &dev) == BP_OK);
+        void *p = NULL;
+        bp_status st = bp_memory_alloc(dev, (size_t)(share + (1u << 20)), NULL, &p);
+        CHILD_CHECK(st == BP_ERR_OUT_OF_MEMORY && !p);
+        CHILD_CHECK(bp_test_contains(bp_last_error(), "exceeds the device's total memory"));
+        bp_device_props props = {.struct_size = sizeof props};
+        CHILD_CHECK(bp_device_get_props(dev, &props) == BP_OK);
+        CHILD_CHECK(props.total_memory == want);
+        CHILD_CHECK(props.free_memory <= props.total_memory);
+    }
+}
+
+static void test_arena_capped_by_host_memory(void **state) {
+    (void)state;
+    capped_case one = {1, 96ull << 30};
+    const char *defaults[] = {"BP_HPU_MEMORY_MB=", "BP_HPU_DEVICES=", NULL};
+    assert_int_equal(bp_test_run_child(child_arena_capped, &one, defaults), 0);
+    capped_case two = {2, 2 * host_ram_bytes()};
+    char mb[32];
+    snprintf(mb, sizeof mb, "BP_HPU_MEMORY_MB=%llu", (unsigned long long)(two.requested >> 20));
+    const char *more[] = {mb, "BP_HPU_DEVICES=2", NULL};
+    assert_int_equal(bp_test_run_child(child_arena_capped, &two, more), 0);
 }
 
 /* n adds of a 64-element tensor on `stream`, between two timing events: the modelled ms. */
@@ -246,6 +295,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         /* Forks a child with its own registry: before the parent opens anything. */
         cmocka_unit_test(test_bad_memory_setting_skips_plugin),
+        cmocka_unit_test(test_arena_capped_by_host_memory),
         cmocka_unit_test(test_device_and_arena_size),
         cmocka_unit_test(test_arena_out_of_memory),
         cmocka_unit_test(test_eager_pays_launch_cost_region_does_not),

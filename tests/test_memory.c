@@ -79,42 +79,6 @@ static char *hex(char *buf, size_t n, const void *p) {
     return buf;
 }
 
-/* ---- BP_MEMORY_LIMIT_MB (children; see main for why this runs first) ---- */
-
-static void child_env_limit(void *arg) {
-    uint64_t expect_limit = *(const uint64_t *)arg;
-    bp_device *dev = NULL;
-    CHILD_CHECK(bp_device_open("cpu", &dev) == BP_OK);
-    bp_memory_stats s = {.struct_size = sizeof s};
-    CHILD_CHECK(bp_memory_get_stats(dev, &s) == BP_OK);
-    CHILD_CHECK(s.limit_bytes == expect_limit);
-    void *a = NULL, *b = NULL;
-    CHILD_CHECK(bp_memory_alloc(dev, 6 * MIB, NULL, &a) == BP_OK && a);
-    bp_status st = bp_memory_alloc(dev, 4 * MIB, NULL, &b);
-    if (expect_limit) {
-        CHILD_CHECK(st == BP_ERR_OUT_OF_MEMORY && !b);
-        CHILD_CHECK(bp_test_contains(bp_last_error(), "limit 8388608 bytes"));
-        CHILD_CHECK(bp_test_contains(bp_last_error(), "requested 4194304 bytes"));
-        CHILD_CHECK(bp_test_contains(bp_last_error(), "allocated 6291456 bytes"));
-    } else {
-        CHILD_CHECK(st == BP_OK && b);
-        CHILD_CHECK(bp_memory_free(dev, b) == BP_OK);
-    }
-    CHILD_CHECK(bp_memory_free(dev, a) == BP_OK);
-}
-
-static void test_env_limit(void **state) {
-    (void)state;
-    uint64_t eight = 8 * MIB, none = 0;
-    const char *const limited[] = {"BP_MEMORY_LIMIT_MB=8", NULL};
-    assert_int_equal(bp_test_run_child(child_env_limit, &eight, limited), 0);
-    /* A malformed value is ignored (with a warning), not fatal. */
-    const char *const malformed[] = {"BP_MEMORY_LIMIT_MB=8GB", NULL};
-    assert_int_equal(bp_test_run_child(child_env_limit, &none, malformed), 0);
-    const char *const negative[] = {"BP_MEMORY_LIMIT_MB=-1", NULL};
-    assert_int_equal(bp_test_run_child(child_env_limit, &none, negative), 0);
-}
-
 /* ---- basics ---- */
 
 static void test_alloc_free_basic(void **state) {
@@ -688,9 +652,6 @@ static void test_threads_and_streams(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        /* First: its children fork before this process opens the cpu device, so they
-         * read BP_MEMORY_LIMIT_MB and start their own stream workers. */
-        cmocka_unit_test(test_env_limit),
         cmocka_unit_test(test_alloc_free_basic),
         cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_copy_round_trip),

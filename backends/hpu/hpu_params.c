@@ -2,8 +2,10 @@
 #include "hpu_params.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- THE table ----
  * Gaudi2-class defaults. Peak figures are the vendor's published peaks (Habana Gaudi2
@@ -117,6 +119,31 @@ static int parse_whole(const char *text, unsigned long long min, unsigned long l
     return 0;
 }
 
+/* Caps each device's memory at its share of the host's physical memory (total RAM,
+ * not what is free now: that changes by the second, and the simulated device should
+ * not change size with it). The arena is a reservation that becomes host memory page
+ * by page as it is touched: a device larger than the host would hand out blocks that
+ * kill the process (or another one) when used, instead of failing the allocation. */
+static bp_status cap_to_host(const bp_host_services *host, bool asked, hpu_params *p) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return host->set_error(BP_ERR_INTERNAL,
+                               "hpu: cannot size device memory: the host's physical memory "
+                               "is unknown (sysconf gave %ld pages of %ld bytes)", pages, page);
+    uint64_t ram = (uint64_t)pages * (uint64_t)page;
+    uint64_t share = ram / (uint64_t)p->devices / BYTES_PER_MB * BYTES_PER_MB;
+    if (p->arena_bytes <= share)
+        return BP_OK;
+    host->log(asked ? BP_LOG_WARN : BP_LOG_INFO, "hpu",
+              "hpu: device memory capped at %llu MiB per device instead of %llu MiB: the "
+              "host has %llu MiB of physical memory for %d device%s",
+              (unsigned long long)(share / BYTES_PER_MB),
+              (unsigned long long)(p->arena_bytes / BYTES_PER_MB),
+              (unsigned long long)(ram / BYTES_PER_MB), p->devices, p->devices == 1 ? "" : "s");
+    p->arena_bytes = share;
+    return BP_OK;
+}
+
 bp_status hpu_params_load(const bp_host_services *host, hpu_params *out) {
     *out = hpu_defaults;
     const char *mem = getenv("BP_HPU_MEMORY_MB");
@@ -139,5 +166,5 @@ bp_status hpu_params_load(const bp_host_services *host, hpu_params *out) {
                                    devs, hpu_defaults.max_devices);
         out->devices = (int)n;
     }
-    return BP_OK;
+    return cap_to_host(host, mem && *mem, out);
 }

@@ -48,13 +48,15 @@ typedef struct hpu_params {
     double graph_launch_us;   /* modelled host time per region (graph) launch */
     double graph_node_us;     /* engine-side dispatch overhead per node in a graph */
     double eager_node_us;     /* engine-side dispatch overhead per eager op */
-    uint64_t arena_bytes;     /* device memory per device (BP_HPU_MEMORY_MB) */
+    uint64_t arena_bytes;     /* device memory per device (BP_HPU_MEMORY_MB), capped */
     int devices;              /* number of devices (BP_HPU_DEVICES) */
     int max_devices;          /* largest BP_HPU_DEVICES accepted */
 } hpu_params;
 
 /** The defaults with the environment overrides applied. A malformed or out-of-range
- *  variable fails (set_error names the variable and its value). */
+ *  variable fails (set_error names the variable and its value). Device memory is then
+ *  capped at each device's share of the host's physical memory, in whole MiB (logged):
+ *  it is host memory, and more than the host has could only fail when touched. */
 bp_status hpu_params_load(const bp_host_services *host, hpu_params *out);
 
 /** Flops per microsecond of `engine` for `dtype` (0 for the DMA engine). */

@@ -2,25 +2,21 @@
  *
  * Each program is the prelude plus one kernels/NAME.cl source, compiled with the variant
  * as a define (-DBP_DT=<dtype> or -DBP_ESIZE=<bytes>). Built programs stay in memory per
- * device. On disk, ${BP_OPENCL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/backplane/opencl}
- * keeps the device binaries (CL_PROGRAM_BINARIES), named by a hash of the device name,
- * the driver and device versions, the build options and the source, so a driver update
- * or an edited kernel is a new entry. A binary that does not load or build is rebuilt
- * from source and replaced. BP_OPENCL_CACHE=0 turns the disk cache off.
+ * device. On disk (ocl_cache.c: where, and which files are trusted), the device
+ * binaries (CL_PROGRAM_BINARIES) are kept, named by a hash of the device name, the
+ * driver and device versions, the build options and the source, so a driver update or
+ * an edited kernel is a new entry. A binary that does not load or build is rebuilt
+ * from source and replaced.
  * BP_OPENCL_BUILD_OPTIONS is appended to every build's options (and so to the key). */
+#include "ocl_cache.h"
 #include "ocl_internal.h"
 #include "ocl_sources.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define OCL_MAX_KERNELS 6
-#define CACHE_MAGIC "BPOCLBIN1\n"
-#define CACHE_MAGIC_LEN 10
 
 struct ocl_program {
     ocl_program_id id;
@@ -52,7 +48,7 @@ static const program_def program_defs[OCL_PROG_COUNT] = {
  * options are). False when they do not fit in buf. */
 static bool build_options(const ocl_device *dev, const program_def *def, int variant, char *buf,
                           size_t size) {
-    const char *extra = getenv("BP_OPENCL_BUILD_OPTIONS");
+    const char *extra = secure_getenv("BP_OPENCL_BUILD_OPTIONS");
     bool has_extra = extra && extra[strspn(extra, " \t")];
     int n = snprintf(buf, size,
                      "-cl-std=CL1.2 -DBP_FP64=%d -DRWG=%zu -DTS=%d -DWPT=%d -DSBK=%d -D%s=%d%s%s",
@@ -84,43 +80,10 @@ static uint64_t hash_parts(uint64_t seed, const char *const *parts, int n) {
     return h;
 }
 
-/* The cache directory (created), or false when there is none. */
-static bool cache_dir(char *buf, size_t size) {
-    const char *off = getenv("BP_OPENCL_CACHE");
-    if (off && strcmp(off, "0") == 0)
-        return false;
-    const char *dir = getenv("BP_OPENCL_CACHE_DIR");
-    int n;
-    if (dir && dir[0]) {
-        n = snprintf(buf, size, "%s", dir);
-    } else {
-        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (xdg && xdg[0] == '/')
-            n = snprintf(buf, size, "%s/backplane/opencl", xdg);
-        else if (home && home[0])
-            n = snprintf(buf, size, "%s/.cache/backplane/opencl", home);
-        else
-            return false;
-    }
-    if (n <= 0 || (size_t)n >= size)
-        return false;
-    /* mkdir -p */
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        int r = mkdir(buf, 0755);
-        *p = '/';
-        if (r != 0 && errno != EEXIST)
-            return false;
-    }
-    return mkdir(buf, 0755) == 0 || errno == EEXIST;
-}
-
-static bool cache_path(const ocl_device *dev, const program_def *def, const char *options,
+static bool cache_path(ocl_device *dev, const program_def *def, const char *options,
                        char *buf, size_t size) {
-    char dir[1024];
-    if (!cache_dir(dir, sizeof dir))
+    const char *dir = ocl_cache_dir(dev);
+    if (!dir)
         return false;
     const char *parts[] = {"backplane-opencl-1", dev->info.description, dev->info.driver,
                            dev->info.version,     options,                ocl_src_prelude,
@@ -133,29 +96,7 @@ static bool cache_path(const ocl_device *dev, const program_def *def, const char
     return n > 0 && (size_t)n < size;
 }
 
-/* The cached binary at path (malloc'd) and its size, or NULL. */
-static unsigned char *cache_read(const char *path, size_t *out_size) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char magic[CACHE_MAGIC_LEN];
-    uint64_t size = 0;
-    unsigned char *bin = NULL;
-    if (fread(magic, 1, sizeof magic, f) == sizeof magic &&
-        memcmp(magic, CACHE_MAGIC, CACHE_MAGIC_LEN) == 0 && fread(&size, sizeof size, 1, f) == 1 &&
-        size > 0 && size < (UINT64_C(1) << 31)) {
-        bin = malloc((size_t)size);
-        if (bin && fread(bin, 1, (size_t)size, f) != (size_t)size) {
-            free(bin);
-            bin = NULL;
-        }
-    }
-    fclose(f);
-    *out_size = (size_t)size;
-    return bin;
-}
-
-/* Writes the program's binary atomically (a temporary file, then rename). */
+/* Stores the program's binary in the disk cache. */
 static void cache_write(ocl_device *dev, cl_program prog, const char *path) {
     const ocl_api *api = &dev->backend->api;
     size_t size = 0;
@@ -167,23 +108,8 @@ static void cache_write(ocl_device *dev, cl_program prog, const char *path) {
     if (!bin)
         return;
     unsigned char *bins[1] = {bin};
-    if (api->clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS) {
-        char tmp[1300];
-        snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-        FILE *f = fopen(tmp, "wb");
-        if (f) {
-            uint64_t n = size;
-            bool ok = fwrite(CACHE_MAGIC, 1, CACHE_MAGIC_LEN, f) == CACHE_MAGIC_LEN &&
-                      fwrite(&n, sizeof n, 1, f) == 1 && fwrite(bin, 1, size, f) == size;
-            ok = fclose(f) == 0 && ok;
-            if (!ok || rename(tmp, path) != 0) {
-                unlink(tmp);
-                dev->backend->host->log(BP_LOG_DEBUG, OCL_NAME,
-                                        "opencl:%d: cannot write the kernel cache file %s",
-                                        dev->index, path);
-            }
-        }
-    }
+    if (api->clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
+        ocl_cache_write(dev, path, bin, size);
     free(bin);
 }
 
@@ -208,7 +134,7 @@ static bp_status build_error(ocl_device *dev, cl_program prog, const program_def
         log[n - 1] = '\0';
     /* Options the compiler rejects outright usually come from BP_OPENCL_BUILD_OPTIONS:
      * say so before the log, which the message's length limit may cut. */
-    const char *extra = getenv("BP_OPENCL_BUILD_OPTIONS");
+    const char *extra = secure_getenv("BP_OPENCL_BUILD_OPTIONS");
     bool blame_extra = err == CL_INVALID_BUILD_OPTIONS && extra && extra[0];
     bp_status st = dev->backend->host->set_error(
         BP_ERR_BACKEND, "opencl:%d: building the '%s' kernels (%s) failed with %s (%d)%s%s%s: %s",
@@ -223,15 +149,9 @@ static bp_status build_error(ocl_device *dev, cl_program prog, const program_def
 static cl_program load_cached(ocl_device *dev, const char *path, const char *options) {
     const ocl_api *api = &dev->backend->api;
     size_t size = 0;
-    unsigned char *bin = cache_read(path, &size);
-    if (!bin) {
-        if (access(path, F_OK) == 0)
-            dev->backend->host->log(BP_LOG_DEBUG, OCL_NAME,
-                                    "opencl:%d: the cached binary %s is not a valid cache file: "
-                                    "rebuilding",
-                                    dev->index, path);
+    unsigned char *bin = ocl_cache_read(dev, path, &size);
+    if (!bin)
         return NULL;
-    }
     cl_int err = CL_SUCCESS, bin_status = CL_SUCCESS;
     const unsigned char *bins[1] = {bin};
     cl_program prog = api->clCreateProgramWithBinary(dev->context, 1, &dev->info.id, &size, bins,

@@ -14,10 +14,13 @@ extern "C" {
  *  current stream of `device`). Memory comes from a per-device cache: a block freed
  *  on the same stream is reused at once (stream order makes that safe); a block freed
  *  on another stream is reused only after an event proves that stream's work done.
+ *  A cached block of the maximum split size or more (BP_ALLOC_MAX_SPLIT_MB, in MiB;
+ *  default 256, 0 for none) is never split: it serves only a request of that size or
+ *  more that leaves less than 20 MiB of it unused, so that it can be released whole.
  *  Pointers are aligned to at least 256 bytes. A size of 0 succeeds and returns NULL;
  *  bp_memory_free(device, NULL) is a no-op. Thread-safe.
- *  Errors: BP_ERR_OUT_OF_MEMORY, with requested, allocated and limit bytes in the
- *  message, when the device or the per-device limit cannot satisfy the request even
+ *  Errors: BP_ERR_OUT_OF_MEMORY, with requested, allocated, reserved and limit bytes in
+ *  the message, when the device or the per-device limit cannot satisfy the request even
  *  after releasing cached memory. */
 BP_API bp_status bp_memory_alloc(bp_device *device, size_t size, bp_stream *stream,
                                  void **out_ptr);
@@ -45,6 +48,7 @@ typedef struct bp_memory_stats {
     uint64_t num_backend_allocs;   /**< backend allocations made since start */
     uint64_t num_backend_frees;    /**< backend frees made since start */
     uint64_t limit_bytes;          /**< per-device limit, 0 = none */
+    uint64_t max_split_bytes;      /**< maximum split size (BP_ALLOC_MAX_SPLIT_MB), 0 = none */
 } bp_memory_stats;
 
 /** Reads the statistics; set stats->struct_size = sizeof(bp_memory_stats) first. */
@@ -57,10 +61,19 @@ BP_API bp_status bp_memory_empty_cache(bp_device *device);
 /** Sets peak_allocated_bytes and peak_reserved_bytes to the current values. */
 BP_API bp_status bp_memory_reset_peak(bp_device *device);
 
-/** Limits the bytes the allocator may reserve on the device (0: no limit). The
- *  environment variable BP_MEMORY_LIMIT_MB sets the initial limit of every device.
- *  A limit below what is reserved now first empties the cache; if still below,
- *  later allocations fail until enough is freed. */
+/** Limits the bytes the allocator may reserve on the device (0: no limit). A limit
+ *  below what is reserved now first empties the cache; if still below (blocks are in
+ *  use), each later allocation releases the cache again first and then succeeds only
+ *  from cached memory and only if the bytes handed out, with it, stay within the
+ *  limit: BP_ERR_OUT_OF_MEMORY until enough is freed.
+ *
+ *  The environment variables BP_MEMORY_LIMIT_MB (the initial limit of every device)
+ *  and BP_ALLOC_MAX_SPLIT_MB (see bp_memory_alloc) are whole numbers of MiB: ASCII
+ *  decimal digits only, no sign, space, prefix, exponent or unit; 0 means no limit
+ *  (no maximum). Unset means no limit (a maximum split size of 256 MiB). Any other
+ *  value, an empty one included, or one whose bytes do not fit in 64 bits, makes the
+ *  open of every device (the first call that uses it, e.g. bp_device_open) fail with
+ *  BP_ERR_INVALID_ARGUMENT naming the variable, its value and the reason. */
 BP_API bp_status bp_memory_set_limit(bp_device *device, uint64_t limit_bytes);
 
 /** Allocates host memory suited for fast transfers with `device` (page-locked where

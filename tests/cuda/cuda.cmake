@@ -9,7 +9,7 @@ if(NOT TARGET bp_cuda)
   return()
 endif()
 set(bp_cuda_skip ${CMAKE_CURRENT_SOURCE_DIR}/cuda/skip_unless_cuda.sh $<TARGET_FILE:bp-info>)
-set(bp_cuda_env "BP_PLUGIN_PATH=;BP_PLUGINS=;BP_AUTOLOAD=;BP_DEVICE=;BP_CUDA_LIBRARY=;BP_MEMORY_LIMIT_MB=;BP_TRACE_OPS=;BP_PROFILE=;BP_CPU_FALLBACK=")
+set(bp_cuda_env "BP_PLUGIN_PATH=;BP_PLUGINS=;BP_AUTOLOAD=;BP_DEVICE=;BP_CUDA_LIBRARY=;BP_MEMORY_LIMIT_MB=0;BP_TRACE_OPS=;BP_PROFILE=;BP_CPU_FALLBACK=")
 
 # On a GPU: the backend's HAL pieces and regions as graphs (test_cuda.c).
 bp_add_test(test_cuda WRAPPED_BY ${bp_cuda_skip} SOURCES cuda/test_cuda.c test_util.c)
