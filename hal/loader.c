@@ -789,6 +789,8 @@ bp_status bp_plugin_get_info(int i, bp_plugin_info *info) {
         .reason = r->reason,
         .device_count = r->backend ? r->backend->device_count : 0,
         .unavailable_reason = r->unavailable_reason,
+        .aliases = "",
+        .notes = "",
     };
     bp_registry_unlock();
     size_t n = info->struct_size < sizeof full ? info->struct_size : sizeof full;

@@ -43,6 +43,10 @@ typedef struct bp_plugin_info {
     const char *reason;  /**< one sentence for skipped plugins, "" otherwise */
     int device_count;    /**< devices it reports */
     const char *unavailable_reason; /**< why it reports zero devices, or "" */
+    const char *aliases; /**< the aliases it kept, comma-separated, or "" */
+    /** What the loader changed about a plugin it used, one sentence each separated by
+     *  "; " (aliases dropped, devices beyond the cap, trust checks overridden), or "" */
+    const char *notes;
 } bp_plugin_info;
 
 /** Number of candidates seen so far (loaded, built-in and skipped). Never fails. */
