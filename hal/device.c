@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hal_internal.h"
 
@@ -65,12 +66,8 @@ static bp_status parse_device_name(const char *name, size_t *out_type_len, int *
     return BP_OK;
 }
 
-static bp_status lookup_device(const char *name, bp_device **out_device) {
-    size_t type_len = 0;
-    int index = 0;
-    bp_status st = parse_device_name(name, &type_len, &index);
-    if (st != BP_OK)
-        return st;
+static bp_status lookup_device(const char *name, size_t type_len, int index,
+                               bp_device **out_device) {
     bp_registry_lock();
     bp_backend *backend = bp_registry_find_backend(name, type_len);
     if (!backend) {
@@ -88,12 +85,11 @@ static bp_status lookup_device(const char *name, bp_device **out_device) {
     bp_registry_unlock();
     if (!found) {
         if (count == 0) {
-            const char *why = backend->desc->device->unavailable_reason
-                                  ? backend->desc->device->unavailable_reason(backend->state)
-                                  : NULL;
+            /* The reason as the plugin gave it at registration, copied with a bound. */
+            const char *why = backend->unavailable_reason;
             return bp_set_error(BP_ERR_NOT_FOUND, "device '%s' not found: backend '%s' has no "
-                                "devices%s%s", name, backend->name, why ? " (" : "",
-                                why ? why : "");
+                                "devices%s%s%s", name, backend->name, *why ? " (" : "", why,
+                                *why ? ")" : "");
         }
         return bp_set_error(BP_ERR_NOT_FOUND, "device '%s' not found: backend '%s' has %d device(s), "
                             "%s:0 to %s:%d", name, backend->name, count, backend->name,
@@ -107,9 +103,19 @@ bp_status bp_device_open(const char *name, bp_device **out_device) {
     if (!name || !out_device)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_open: %s is NULL",
                             !name ? "name" : "out_device");
-    bp_registry_ensure_init();
+    size_t type_len = 0;
+    int index = 0;
+    bp_status st = parse_device_name(name, &type_len, &index);
+    if (st != BP_OK)
+        return st;
+    /* The built-in cpu is there once the core is up: opening it does not wait for
+     * plugins that are still initialising. Other types may come from plugins. */
+    bool builtin = type_len == 3 && strncasecmp(name, "cpu", 3) == 0;
+    st = bp_registry_enter("bp_device_open", !builtin);
+    if (st != BP_OK)
+        return st;
     bp_device *device = NULL;
-    bp_status st = lookup_device(name, &device);
+    st = lookup_device(name, type_len, index, &device);
     if (st == BP_OK)
         st = bp_device_ensure_open(device);
     if (st == BP_OK)
@@ -132,6 +138,9 @@ int bp_device_count(void) { return bp_registry_device_count(); }
 bp_status bp_device_get(int ordinal, bp_device **out_device) {
     if (!out_device)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_get: out_device is NULL");
+    bp_status st = bp_registry_enter("bp_device_get", true);
+    if (st != BP_OK)
+        return st;
     bp_device *device = bp_registry_device_at(ordinal);
     if (!device)
         return bp_set_error(BP_ERR_NOT_FOUND, "no device at ordinal %d; there are %d device(s)",
@@ -159,7 +168,7 @@ bp_status bp_device_get_props(bp_device *device, bp_device_props *props) {
     snprintf(full.type, sizeof full.type, "%s", backend->name);
     full.index = device->index;
     snprintf(full.backend_name, sizeof full.backend_name, "%s", backend->name);
-    snprintf(full.backend_version, sizeof full.backend_version, "%s", backend->desc->version);
+    snprintf(full.backend_version, sizeof full.backend_version, "%s", backend->version);
     snprintf(full.description, sizeof full.description, "%s", device->props.description);
     full.capabilities = device->props.capabilities;
     full.dtypes = device->props.dtypes;

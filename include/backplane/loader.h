@@ -49,7 +49,8 @@ typedef struct bp_plugin_info {
     const char *notes;
 } bp_plugin_info;
 
-/** Number of candidates seen so far (loaded, built-in and skipped). Never fails. */
+/** Number of candidates seen so far (loaded, built-in and skipped). Waits for plugin
+ *  discovery to finish. 0 (with bp_last_error) when called from a plugin's init. */
 BP_API int bp_plugin_count(void);
 
 /** Fills `info` (set info->struct_size = sizeof(bp_plugin_info) first) for candidate
@@ -62,6 +63,29 @@ BP_API bp_status bp_plugin_get_info(int i, bp_plugin_info *info);
  *  same name or real path already loaded), or the plugin's init error. Rejected
  *  candidates are also listed by bp_plugin_get_info. Thread-safe. */
 BP_API bp_status bp_plugin_load(const char *path);
+
+/** Steps of loading one plugin, as an observer sees them. */
+typedef enum bp_plugin_step {
+    BP_PLUGIN_STEP_OPEN = 0, /**< about to dlopen the file (its constructors and entry
+                                  function run next); the name is not known yet: "" */
+    BP_PLUGIN_STEP_INIT = 1, /**< about to run the plugin's init, count its devices
+                                  and read their properties */
+    BP_PLUGIN_STEP_DONE = 2, /**< the step announced before it has returned */
+} bp_plugin_step;
+
+/** Called on the loading thread before and after each step of each candidate, with the
+ *  plugin's name ("" before it is known) and path. Returning 0 before OPEN or INIT
+ *  skips the candidate (listed as declined by the observer); the value is ignored for
+ *  DONE. It must not call the backplane API. For tools that must survive a plugin that
+ *  kills the process: bp-info probes in a child process and learns from OPEN/INIT
+ *  without a DONE which plugin did. */
+typedef int (*bp_plugin_observer)(bp_plugin_step step, const char *name, const char *path,
+                                  void *ctx);
+
+/** Installs the observer (NULL removes it). Only before plugin discovery has started,
+ *  that is before the first call that needs devices or plugins: BP_ERR_INVALID_STATE
+ *  after. */
+BP_API bp_status bp_plugin_set_observer(bp_plugin_observer observer, void *ctx);
 
 #ifdef __cplusplus
 }
