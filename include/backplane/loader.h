@@ -9,8 +9,14 @@
  * BP_AUTOLOAD=0 turns discovery off (the built-in cpu backend stays); BP_PLUGINS=a,b
  * keeps only the plugins of those names, in that order. Of two candidates with one
  * real path the first is used; of two plugins with one name the higher priority
- * wins (the first found on a tie). A candidate that cannot be used is skipped with
- * its reason; it never stops the others. BP_LOG=debug logs every decision.
+ * wins (the first found on a tie). Names beat aliases: an alias that is another
+ * plugin's name, or that two plugins claim, is dropped (noted), never the plugin.
+ * A file (or its directory) that someone other than root or this user can change is
+ * refused unless BP_PLUGIN_ALLOW_INSECURE=1; links that lead nowhere, directories and
+ * FIFOs are listed as skipped and never opened. At most 32 devices per plugin are
+ * registered. A candidate that cannot be used is skipped with its reason; it never
+ * stops the others. BP_LOG=debug logs every decision; docs/architecture.md ("Plugin
+ * ABI and loading") has the rules and what waits for what.
  */
 #ifndef BACKPLANE_LOADER_H
 #define BACKPLANE_LOADER_H
