@@ -268,7 +268,10 @@ bp_status bp_host_register_kernel(const char *backend_name, const char *op_name,
 
 bp_status bp_kernel_register(const char *device_type, const char *op_name, bp_dtype dtype,
                              bp_kernel_fn fn, void *kernel_data, int32_t priority) {
-    bp_registry_ensure_init();
+    /* The type may be a plugin's that is still initialising. */
+    bp_status st = bp_registry_enter("bp_kernel_register", true);
+    if (st != BP_OK)
+        return st;
     return register_kernel(device_type, op_name, dtype, fn, kernel_data, priority);
 }
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "hal_internal.h"
 #include "text.h"
@@ -89,12 +90,8 @@ static bool index_value(const char *text, int *out) {
     return true;
 }
 
-static bp_status lookup_device(const char *name, bp_device **out_device) {
-    size_t type_len = 0;
-    const char *index_text = NULL;
-    bp_status st = parse_device_name(name, &type_len, &index_text);
-    if (st != BP_OK)
-        return st;
+static bp_status lookup_device(const char *name, size_t type_len, const char *index_text,
+                               bp_device **out_device) {
     int index = 0;
     bool in_range = index_value(index_text, &index);
     bp_registry_lock();
@@ -114,14 +111,13 @@ static bp_status lookup_device(const char *name, bp_device **out_device) {
     bp_registry_unlock();
     if (!found) {
         if (count == 0) {
-            const char *why = backend->desc->device->unavailable_reason
-                                  ? backend->desc->device->unavailable_reason(backend->state)
-                                  : NULL;
+            /* The reason as the plugin gave it at registration, copied with a bound. */
             char reason[512];
+            const char *why = bp_text_from_plugin(backend->unavailable_reason, reason,
+                                                  sizeof reason);
             return bp_set_error(BP_ERR_NOT_FOUND, "device '%s' not found: backend '%s' has no "
-                                "devices%s%s%s", name, backend->name, why ? " (" : "",
-                                why ? bp_text_from_plugin(why, reason, sizeof reason) : "",
-                                why ? ")" : "");
+                                "devices%s%s%s", name, backend->name, *why ? " (" : "", why,
+                                *why ? ")" : "");
         }
         return bp_set_error(BP_ERR_NOT_FOUND, "device '%s' not found: index %s is out of range: "
                             "backend '%s' has %d device(s), %s:0 to %s:%d", name,
@@ -136,9 +132,19 @@ bp_status bp_device_open(const char *name, bp_device **out_device) {
     if (!name || !out_device)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_open: %s is NULL",
                             !name ? "name" : "out_device");
-    bp_registry_ensure_init();
+    size_t type_len = 0;
+    const char *index_text = NULL;
+    bp_status st = parse_device_name(name, &type_len, &index_text);
+    if (st != BP_OK)
+        return st;
+    /* The built-in cpu is there once the core is up: opening it does not wait for
+     * plugins that are still initialising. Other types may come from plugins. */
+    bool builtin = type_len == 3 && strncasecmp(name, "cpu", 3) == 0;
+    st = bp_registry_enter("bp_device_open", !builtin);
+    if (st != BP_OK)
+        return st;
     bp_device *device = NULL;
-    bp_status st = lookup_device(name, &device);
+    st = lookup_device(name, type_len, index_text, &device);
     if (st == BP_OK)
         st = bp_device_ensure_open(device);
     if (st == BP_OK)
@@ -161,6 +167,9 @@ int bp_device_count(void) { return bp_registry_device_count(); }
 bp_status bp_device_get(int ordinal, bp_device **out_device) {
     if (!out_device)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_get: out_device is NULL");
+    bp_status st = bp_registry_enter("bp_device_get", true);
+    if (st != BP_OK)
+        return st;
     bp_device *device = bp_registry_device_at(ordinal);
     if (!device)
         return bp_set_error(BP_ERR_NOT_FOUND, "no device at ordinal %d; there are %d device(s)",
@@ -188,7 +197,7 @@ bp_status bp_device_get_props(bp_device *device, bp_device_props *props) {
     snprintf(full.type, sizeof full.type, "%s", backend->name);
     full.index = device->index;
     snprintf(full.backend_name, sizeof full.backend_name, "%s", backend->name);
-    snprintf(full.backend_version, sizeof full.backend_version, "%s", backend->desc->version);
+    snprintf(full.backend_version, sizeof full.backend_version, "%s", backend->version);
     /* The plugin's text: it may lack its NUL or hold control bytes. */
     const char *description = device->props.description;
     bp_text_escape(full.description, sizeof full.description, description,

@@ -34,6 +34,9 @@ BP_INTERNAL const bp_host_services *bp_host_services_table(void);
 /* ---- backends and devices (registry.c) ---- */
 
 #define BP_MAX_DEVICES 128
+/* A plugin reporting more devices gets only this many (noted in its listing), so that
+ * one plugin cannot fill the registry for the others. */
+#define BP_MAX_DEVICES_PER_BACKEND 32
 #define BP_MAX_ALIASES 8
 #define BP_BACKEND_NAME_MAX (BP_PLUGIN_NAME_MAX + 1)
 
@@ -42,6 +45,8 @@ typedef struct bp_backend {
     void *state;                     /* what desc->init returned */
     void *dl_handle;                 /* NULL for the built-in cpu backend */
     char name[BP_BACKEND_NAME_MAX];
+    char version[BP_NAME_MAX];       /* the descriptor's, copied with a bound */
+    const char *unavailable_reason;  /* copied with a bound at registration, or "" */
     char aliases[BP_MAX_ALIASES][BP_BACKEND_NAME_MAX];
     int alias_count;
     int device_count;
@@ -65,18 +70,42 @@ struct bp_device {
     atomic_int recording;            /* regions open on its streams (dispatcher/region.c) */
 };
 
-/* Runs the one-time initialisation (built-in cpu, then autoload) if not done yet. */
+/* Initialisation, in two steps: the core (ops, the built-in cpu backend) once, then
+ * plugin discovery, run by the first caller. bp_registry_enter makes sure both have
+ * started; with `wait_for_plugins` it also waits until discovery has finished (for
+ * anything that lists or looks up plugin devices), else it returns as soon as the
+ * core is up (the built-in cpu, ops). It fails with BP_ERR_INVALID_STATE, naming
+ * `what` and the plugin, when the calling thread is running plugin code for the loader
+ * (re-entrant calls from init would deadlock). */
+BP_INTERNAL bp_status bp_registry_enter(const char *what, bool wait_for_plugins);
+/* bp_registry_enter without waiting or failing: for calls that only need the core. */
 BP_INTERNAL void bp_registry_ensure_init(void);
-/* Registry lock: held while the backend and device lists change or are read. */
+/* Runs fn(ctx) under the discovery lock if discovery has not started; else
+ * BP_ERR_INVALID_STATE (without setting an error). */
+BP_INTERNAL bp_status bp_registry_before_discovery(void (*fn)(void *ctx), void *ctx);
+/* Registry lock: held while the backend and device lists change or are read. Never
+ * held while plugin code runs. */
 BP_INTERNAL void bp_registry_lock(void);
 BP_INTERNAL void bp_registry_unlock(void);
-/* Adds an initialised backend and its devices; call with the registry lock held.
- * On error nothing is added (the caller shuts the backend down). */
-BP_INTERNAL bp_status bp_registry_add_backend(const bp_plugin_descriptor *desc, void *state,
-                                              void *dl_handle, bp_backend **out_backend);
+/* A backend record for an initialised plugin, not yet visible (call without the
+ * registry lock). */
+BP_INTERNAL bp_status bp_registry_new_backend(const bp_plugin_descriptor *desc, void *state,
+                                              void *dl_handle, const char *name,
+                                              const char *version, bp_backend **out_backend);
+/* Device `index` of the backend with its properties read (plugin code: call without
+ * the registry lock), or NULL when they cannot be read (logged). */
+BP_INTERNAL bp_device *bp_registry_make_device(bp_backend *backend, int index);
+BP_INTERNAL void bp_registry_free_device(bp_device *device);
+/* Devices the registry still has room for. */
+BP_INTERNAL int bp_registry_room(void);
+/* Makes the backend and its `count` devices visible, all at once (takes the registry
+ * lock). On error nothing is added (the caller frees them and shuts the backend down). */
+BP_INTERNAL bp_status bp_registry_add_backend(bp_backend *backend, bp_device **devices, int count);
 /* The loaded backend whose name or alias equals name[0..len) ignoring case, or NULL.
  * Call with the registry lock held. */
 BP_INTERNAL bp_backend *bp_registry_find_backend(const char *name, size_t len);
+/* Removes `alias` from a loaded backend's aliases. Call with the registry lock held. */
+BP_INTERNAL void bp_registry_drop_alias(bp_backend *backend, const char *alias);
 /* Number of registered devices and the one at `ordinal` (NULL when out of range). */
 BP_INTERNAL int bp_registry_device_count(void);
 BP_INTERNAL bp_device *bp_registry_device_at(int ordinal);
@@ -86,11 +115,15 @@ BP_INTERNAL void bp_registry_describe_types(char *buf, size_t size);
 /* Opens the device's backend handle, default stream and allocator once. */
 BP_INTERNAL bp_status bp_device_ensure_open(bp_device *device);
 
-/* ---- plugin discovery (loader.c) ---- */
+/* ---- plugin loading (loader.c and its helpers) ---- */
 
-/* Registers the built-in cpu backend, then discovers plugins unless BP_AUTOLOAD=0.
- * Called once by bp_registry_ensure_init with the registry lock held. */
-BP_INTERNAL void bp_loader_init_all(void);
+/* Registers the built-in cpu backend (the core step of initialisation). */
+BP_INTERNAL void bp_loader_init_builtin(void);
+/* Discovers, chooses and initialises plugins unless BP_AUTOLOAD=0 (the discovery step). */
+BP_INTERNAL void bp_loader_discover_all(void);
+/* What plugin code the calling thread runs for the loader ("the init of plugin 'x'
+ * (path)"), or NULL. */
+BP_INTERNAL const char *bp_loader_running_plugin(void);
 
 /* ---- built-in cpu backend (backends/cpu) ---- */
 

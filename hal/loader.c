@@ -1,72 +1,77 @@
-/* Plugin discovery and loading: finds libbp_*.so candidates, validates their
- * descriptors, resolves duplicates and BP_PLUGINS, initialises the winners, and keeps
- * the list of every candidate (loaded, built-in, skipped) that bp-info shows.
+/* Plugin loading: opens and validates candidates (found by plugin_discovery.c, checked
+ * by plugin_file.c), hands the decision to plugin_choice.c, initialises the winners and
+ * registers their devices, and keeps the list of every candidate (loaded, built-in,
+ * skipped) that bp-info shows.
  *
- * Everything here runs with the registry lock held: bp_loader_init_all is called
- * under it, and the public entry points take it. */
-#include <dirent.h>
+ * Locks: the loader lock serialises all of this (discovery, explicit loads, reading the
+ * list). Plugin code (constructors, entry, init, count, get_props) runs under it but
+ * never under the registry lock, which is taken only to add a finished backend: threads
+ * using devices already registered (the built-in cpu) do not wait for a slow init.
+ * While this thread runs plugin code the public API refuses it (re-entrancy would
+ * otherwise deadlock on the loader lock or on discovery); see bp_loader_running_plugin. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
-#include "hal_internal.h"
+#include "loader_internal.h"
 #include "dispatcher_internal.h"
 
-#ifndef BP_PLUGIN_INSTALL_DIR
-#error "BP_PLUGIN_INSTALL_DIR must be defined by the build"
-#endif
-#ifndef BP_PLUGIN_DIR_BESIDE_LIBRARY
-#error "BP_PLUGIN_DIR_BESIDE_LIBRARY must be defined by the build"
-#endif
-
 #define LOG_SRC "loader"
-#define REASON_MAX 1024
 #define NAME_COPY_MAX 64
 
 /* Variables, not macros, so that comparing an unsigned field against a minimum of 0
  * does not trip -Wtype-limits. */
 static const uint32_t host_abi_minor_required = BP_PLUGIN_ABI_MINOR_REQUIRED;
 
-typedef struct plugin_record {
-    const char *name; /* strings are strdup'ed (or "") and kept until exit */
-    const char *version;
-    const char *path;
-    const char *reason;
-    const char *unavailable_reason;
-    char *real_path; /* NULL when the path could not be resolved */
-    uint32_t abi_major;
-    uint32_t abi_minor;
-    int32_t priority;
-    bp_plugin_state state;
-    bp_status status;
-    bp_backend *backend; /* loaded or built-in: its registry entry */
-    /* A validated candidate waiting for the duplicate / BP_PLUGINS decision. */
-    void *dl;
-    const bp_plugin_descriptor *desc;
-} plugin_record;
-
+static pthread_mutex_t loader_mutex = PTHREAD_MUTEX_INITIALIZER;
 static plugin_record *g_records;
 static int g_record_count;
 static int g_record_cap;
+static bp_trust_policy g_trust; /* read at the start of each pass or explicit load */
+/* Strings bp_plugin_get_info may have handed out (they must live until exit) that a
+ * record no longer points to: kept here. */
+static char **g_retired;
+static int g_retired_count;
+static bp_plugin_observer g_observer;
+static void *g_observer_ctx;
 
-static const char *keep(const char *s) {
-    char *copy = s ? strdup(s) : NULL;
-    return copy ? copy : "";
+/* What plugin code this thread is running for the loader ("the init of plugin 'x'
+ * (path)"), or NULL. */
+static _Thread_local const char *tls_running;
+static _Thread_local char tls_running_text[PATH_MAX_REASON + 64];
+
+const char *bp_loader_running_plugin(void) { return tls_running; }
+
+__attribute__((format(printf, 1, 2))) static void enter_plugin_code(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tls_running_text, sizeof tls_running_text, fmt, ap);
+    va_end(ap);
+    tls_running = tls_running_text;
 }
 
+static void leave_plugin_code(void) { tls_running = NULL; }
+
+/* Copies at most `max` bytes of a string a plugin handed over: it may be unterminated
+ * or huge. "" for NULL or when out of memory. */
 static const char *keep_n(const char *s, size_t max) {
     char *copy = s ? strndup(s, max) : NULL;
     return copy ? copy : "";
 }
 
-/* Appends a record for `path`, state SKIPPED until decided. -1 when out of memory. */
-static int record_add(const char *path) {
+static const char *keep(const char *s) { return keep_n(s, PATH_MAX_REASON); }
+
+plugin_record *bp_loader_record(int i) { return &g_records[i]; }
+
+int bp_loader_record_count(void) { return g_record_count; }
+
+int bp_loader_record_add(const char *path) {
     if (g_record_count == g_record_cap) {
         int cap = g_record_cap ? g_record_cap * 2 : 16;
         plugin_record *grown = realloc(g_records, (size_t)cap * sizeof *grown);
@@ -84,15 +89,14 @@ static int record_add(const char *path) {
     r->path = keep(path);
     r->reason = "";
     r->unavailable_reason = "";
+    r->aliases_kept = "";
     r->state = BP_PLUGIN_SKIPPED;
     r->status = BP_OK;
     return g_record_count++;
 }
 
-/* Marks record i skipped with a reason, unloads its library, logs, returns `status`. */
-__attribute__((format(printf, 4, 5))) static bp_status
-reject(int i, bp_log_level level, bp_status status, const char *fmt, ...) {
-    char why[REASON_MAX];
+bp_status bp_loader_reject(int i, bp_log_level level, bp_status status, const char *fmt, ...) {
+    char why[REASON_LIMIT];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
@@ -107,6 +111,32 @@ reject(int i, bp_log_level level, bp_status status, const char *fmt, ...) {
     r->desc = NULL;
     bp_log(level, LOG_SRC, "skipping plugin %s: %s", *r->path ? r->path : r->name, why);
     return status;
+}
+
+/* Whether g_retired has room for one more string. */
+static bool make_room_to_retire(void) {
+    char **grown = realloc(g_retired, (size_t)(g_retired_count + 1) * sizeof *grown);
+    if (grown)
+        g_retired = grown;
+    return grown != NULL;
+}
+
+void bp_loader_note(int i, const char *fmt, ...) {
+    char sentence[REASON_LIMIT];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sentence, sizeof sentence, fmt, ap);
+    va_end(ap);
+    plugin_record *r = &g_records[i];
+    bp_log(BP_LOG_WARN, LOG_SRC, "plugin %s: %s", *r->name ? r->name : r->path, sentence);
+    size_t size = (r->notes ? strlen(r->notes) + 2 : 0) + strlen(sentence) + 1;
+    char *grown = make_room_to_retire() ? malloc(size) : NULL;
+    if (!grown)
+        return; /* the log has it */
+    snprintf(grown, size, "%s%s%s", r->notes ? r->notes : "", r->notes ? "; " : "", sentence);
+    if (r->notes)
+        g_retired[g_retired_count++] = r->notes;
+    r->notes = grown;
 }
 
 __attribute__((format(printf, 4, 5))) static bp_status fail(char *why, size_t n, bp_status status,
@@ -263,8 +293,10 @@ static bp_status check_descriptor(const bp_plugin_descriptor *d, bool builtin, c
     return BP_OK;
 }
 
+
 /* Copies what can safely be read from a descriptor into the record, for the listing
- * even when validation fails. Only fields of a matching major version are trusted. */
+ * even when validation fails. Only fields of a matching major version are trusted, and
+ * strings are copied with a bound. */
 static void read_identity(int i, const bp_plugin_descriptor *d) {
     plugin_record *r = &g_records[i];
     if (d->struct_size < BP_STRUCT_END(bp_plugin_descriptor, abi_minor))
@@ -275,8 +307,18 @@ static void read_identity(int i, const bp_plugin_descriptor *d) {
         d->struct_size < BP_STRUCT_END(bp_plugin_descriptor, priority))
         return;
     r->name = keep_n(d->name, NAME_COPY_MAX);
-    r->version = keep_n(d->version, NAME_COPY_MAX);
+    /* Short enough for bp_device_props.backend_version. */
+    r->version = keep_n(d->version, BP_NAME_MAX - 1);
     r->priority = d->priority;
+}
+
+/* After check_descriptor: the aliases (valid names, so bounded) become the record's. */
+static void read_aliases(int i, const bp_plugin_descriptor *d) {
+    plugin_record *r = &g_records[i];
+    for (const char *const *a = d->aliases; a && *a; a++) {
+        snprintf(r->aliases[r->alias_count], BP_BACKEND_NAME_MAX, "%s", *a);
+        r->alias_kept[r->alias_count++] = true;
+    }
 }
 
 static bool looks_like_elf(const char *path) {
@@ -298,79 +340,116 @@ static int find_loaded_by_path(const char *real_path) {
     return -1;
 }
 
+/* Tells the application's observer (bp_plugin_set_observer) about a step; false when
+ * it declines the plugin. */
+static bool observe(bp_plugin_step step, const plugin_record *r) {
+    return !g_observer || g_observer(step, r->name, r->path, g_observer_ctx) != 0;
+}
+
 /* Opens and validates one candidate file, appending its record. Candidates of this
  * pass start at record `first`: a file seen earlier in the pass is skipped; an
  * explicit load is instead checked against every loaded plugin. On success the
  * record holds the library and descriptor, awaiting the decision. */
-static bp_status consider_file(const char *path, int first, bool explicit_load) {
+bp_status bp_loader_consider_file(const char *path, int first, bool explicit_load) {
     /* An explicit load returns its error to the caller; autoload has only the log. */
     bp_log_level skip = explicit_load ? BP_LOG_INFO : BP_LOG_WARN;
     bp_log(BP_LOG_DEBUG, LOG_SRC, "candidate %s", path);
-    int i = record_add(path);
+    int i = bp_loader_record_add(path);
     if (i < 0)
         return BP_ERR_OUT_OF_MEMORY;
 
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
-        int err = errno;
-        if (err == ENOENT || err == ENOTDIR)
-            return reject(i, skip, BP_ERR_NOT_FOUND, "file does not exist");
-        return reject(i, skip, BP_ERR_NOT_FOUND, "cannot access the file: %s", strerror(err));
-    }
-    if (!S_ISREG(sb.st_mode))
-        return reject(i, skip, BP_ERR_INVALID_ARGUMENT, "not a regular file");
-    char *real = realpath(path, NULL);
-    if (!real)
-        return reject(i, skip, BP_ERR_NOT_FOUND, "cannot resolve the path: %s", strerror(errno));
+    char why[REASON_LIMIT], note[REASON_LIMIT];
+    char *real = NULL;
+    bp_status st = bp_plugin_file_check(path, g_trust, &real, why, sizeof why, note, sizeof note);
     g_records[i].real_path = real;
+    if (st != BP_OK)
+        return bp_loader_reject(i, skip, st, "%s", why);
+    if (*note)
+        bp_loader_note(i, "%s", note);
 
     if (explicit_load) {
         int j = find_loaded_by_path(real);
         if (j >= 0)
-            return reject(i, skip, BP_ERR_INVALID_ARGUMENT,
-                          "this library is already loaded (as plugin '%s' from %s)",
-                          g_records[j].name, g_records[j].path);
+            return bp_loader_reject(i, skip, BP_ERR_INVALID_ARGUMENT,
+                                    "this library is already loaded (as plugin '%s' from %s)",
+                                    g_records[j].name, g_records[j].path);
     } else {
         for (int j = first; j < i; j++) {
             if (g_records[j].real_path && strcmp(g_records[j].real_path, real) == 0)
-                return reject(i, skip, BP_ERR_INVALID_ARGUMENT, "same file as %s",
-                              g_records[j].path);
+                return bp_loader_reject(i, skip, BP_ERR_INVALID_ARGUMENT, "same file as %s",
+                                        g_records[j].path);
         }
     }
 
-    /* The real path always holds a slash, so dlopen never searches library paths. */
+    if (!observe(BP_PLUGIN_STEP_OPEN, &g_records[i]))
+        return bp_loader_reject(i, skip, BP_ERR_INVALID_ARGUMENT,
+                                "declined by the application's plugin observer before opening");
+    /* The real path always holds a slash, so dlopen never searches library paths. Its
+     * constructors and entry function are plugin code. */
+    enter_plugin_code("the loading of plugin file %s", path);
     dlerror();
     void *dl = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+    const bp_plugin_descriptor *d = NULL;
+    bp_plugin_entry_fn entry = NULL;
+    char msg[REASON_LIMIT] = "";
     if (!dl) {
         const char *err = dlerror();
-        char msg[REASON_MAX];
         snprintf(msg, sizeof msg, "%s", err ? err : "unknown dlopen error");
+    } else {
+        entry = (bp_plugin_entry_fn)dlsym(dl, BP_PLUGIN_ENTRY_SYMBOL);
+        if (entry)
+            d = entry();
+    }
+    leave_plugin_code();
+    observe(BP_PLUGIN_STEP_DONE, &g_records[i]);
+    if (!dl) {
         if (!looks_like_elf(real))
-            return reject(i, skip, BP_ERR_INVALID_ARGUMENT, "not a shared library: %s", msg);
-        return reject(i, skip, BP_ERR_INVALID_ARGUMENT, "cannot be loaded: %s", msg);
+            return bp_loader_reject(i, skip, BP_ERR_INVALID_ARGUMENT, "not a shared library: %s",
+                                    msg);
+        return bp_loader_reject(i, skip, BP_ERR_INVALID_ARGUMENT, "cannot be loaded: %s", msg);
     }
     g_records[i].dl = dl;
     bp_log(BP_LOG_DEBUG, LOG_SRC, "opened %s", real);
-
-    bp_plugin_entry_fn entry = (bp_plugin_entry_fn)dlsym(dl, BP_PLUGIN_ENTRY_SYMBOL);
     if (!entry)
-        return reject(i, skip, BP_ERR_NOT_FOUND,
-                      "no %s symbol: the library does not export the backplane plugin entry "
-                      "point (declare it with BP_PLUGIN_EXPORT)",
-                      BP_PLUGIN_ENTRY_SYMBOL);
-    const bp_plugin_descriptor *d = entry();
+        return bp_loader_reject(i, skip, BP_ERR_NOT_FOUND,
+                                "no %s symbol: the library does not export the backplane plugin "
+                                "entry point (declare it with BP_PLUGIN_EXPORT)",
+                                BP_PLUGIN_ENTRY_SYMBOL);
     if (!d)
-        return reject(i, skip, BP_ERR_INVALID_ARGUMENT, "%s() returned NULL",
-                      BP_PLUGIN_ENTRY_SYMBOL);
+        return bp_loader_reject(i, skip, BP_ERR_INVALID_ARGUMENT, "%s() returned NULL",
+                                BP_PLUGIN_ENTRY_SYMBOL);
     read_identity(i, d);
-    char why[REASON_MAX];
-    bp_status st = check_descriptor(d, false, why, sizeof why);
+    st = check_descriptor(d, false, why, sizeof why);
     if (st != BP_OK)
-        return reject(i, skip, st, "%s", why);
+        return bp_loader_reject(i, skip, st, "%s", why);
+    read_aliases(i, d);
     g_records[i].desc = d;
     bp_log(BP_LOG_DEBUG, LOG_SRC, "%s: plugin '%s' version %s, ABI %u.%u, priority %d: valid", path,
-           d->name, d->version, d->abi_major, d->abi_minor, (int)d->priority);
+           g_records[i].name, g_records[i].version, d->abi_major, d->abi_minor, (int)d->priority);
     return BP_OK;
+}
+
+/* "tdev,gpu": the aliases record r keeps. */
+static const char *kept_aliases(const plugin_record *r) {
+    char list[BP_MAX_ALIASES * (BP_BACKEND_NAME_MAX + 1)] = "";
+    size_t used = 0;
+    for (int a = 0; a < r->alias_count; a++) {
+        if (!r->alias_kept[a])
+            continue;
+        int w = snprintf(list + used, sizeof list - used, "%s%s", used ? "," : "", r->aliases[a]);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    return keep(list);
+}
+
+void bp_loader_refresh_aliases(int i) {
+    plugin_record *r = &g_records[i];
+    if (*r->aliases_kept) {
+        if (!make_room_to_retire())
+            return;
+        g_retired[g_retired_count++] = (char *)r->aliases_kept;
+    }
+    r->aliases_kept = kept_aliases(r);
 }
 
 static int record_of_backend(const bp_backend *backend) {
@@ -380,367 +459,172 @@ static int record_of_backend(const bp_backend *backend) {
     return -1;
 }
 
+/* How many of the `reported` devices of record i to register: at most
+ * BP_MAX_DEVICES_PER_BACKEND, and what the registry has room for (noted when cut). */
+static int device_budget(int i, int reported) {
+    int count = reported < 0 ? 0 : reported;
+    if (count > BP_MAX_DEVICES_PER_BACKEND) {
+        bp_loader_note(i, "it reports %d devices; only the first %d are registered (at most %d "
+                          "per backend)",
+                       reported, BP_MAX_DEVICES_PER_BACKEND, BP_MAX_DEVICES_PER_BACKEND);
+        count = BP_MAX_DEVICES_PER_BACKEND;
+    }
+    int room = bp_registry_room();
+    if (count > room) {
+        bp_loader_note(i, "registry full: only %d of its %d devices fit (at most %d devices in "
+                          "all)",
+                       room, count, BP_MAX_DEVICES);
+        count = room;
+    }
+    return count;
+}
+
 /* Initialises record i's validated plugin and adds it to the registry. */
 static bp_status activate(int i, bp_log_level skip, bool builtin) {
     plugin_record *r = &g_records[i];
     const bp_plugin_descriptor *d = r->desc;
 
-    bp_backend *existing = bp_registry_find_backend(d->name, strlen(d->name));
+    bp_registry_lock();
+    bp_backend *existing = bp_registry_find_backend(r->name, strlen(r->name));
+    char existing_name[BP_BACKEND_NAME_MAX] = "";
+    if (existing)
+        snprintf(existing_name, sizeof existing_name, "%s", existing->name);
+    bp_registry_unlock();
     if (existing) {
         int j = record_of_backend(existing);
-        return reject(i, skip, BP_ERR_INVALID_ARGUMENT,
-                      "the name '%s' is already taken by loaded backend '%s' (%s)", d->name,
-                      existing->name, j >= 0 ? g_records[j].path : "?");
+        return bp_loader_reject(i, skip, BP_ERR_INVALID_ARGUMENT,
+                                "the name '%s' is already taken by loaded backend '%s' (%s)",
+                                r->name, existing_name, j >= 0 ? g_records[j].path : "?");
     }
+    if (!builtin && !observe(BP_PLUGIN_STEP_INIT, r))
+        return bp_loader_reject(i, skip, BP_ERR_INVALID_ARGUMENT,
+                                "declined by the application's plugin observer before init");
 
-    char msg[REASON_MAX];
+    bp_log(BP_LOG_INFO, LOG_SRC, "initialising %s from %s", r->name, r->path);
+    char msg[REASON_LIMIT];
     void *state = NULL;
     bp_clear_error();
     /* Kernels a plugin registers from init belong to it; if it is rejected after all,
      * they go with it. */
-    bp_dispatcher_set_initializing(d->name);
+    enter_plugin_code("the init of plugin '%s' (%s)", r->name, r->path);
+    bp_dispatcher_set_initializing(r->name);
     bp_status st = d->init(bp_host_services_table(), &state);
     bp_dispatcher_set_initializing(NULL);
     if (st != BP_OK) {
+        leave_plugin_code();
         snprintf(msg, sizeof msg, "%s", bp_last_error());
-        bp_dispatcher_drop_backend(d->name);
-        return reject(i, skip, st, "init failed (%s): %s", bp_status_str(st),
-                      *msg ? msg : "the plugin gave no reason");
+        bp_dispatcher_drop_backend(r->name);
+        if (!builtin)
+            observe(BP_PLUGIN_STEP_DONE, r);
+        return bp_loader_reject(i, skip, st, "init failed (%s): %s", bp_status_str(st),
+                                *msg ? msg : "the plugin gave no reason");
     }
 
+    int reported = d->device->count(state);
+    int count = device_budget(i, reported);
     bp_backend *backend = NULL;
-    bp_clear_error();
-    st = bp_registry_add_backend(d, state, r->dl, &backend);
+    bp_device **devices = NULL;
+    int made = 0;
+    st = bp_registry_new_backend(d, state, r->dl, r->name, r->version, &backend);
+    if (st == BP_OK) {
+        for (int a = 0; a < r->alias_count; a++)
+            if (r->alias_kept[a] && backend->alias_count < BP_MAX_ALIASES)
+                snprintf(backend->aliases[backend->alias_count++], BP_BACKEND_NAME_MAX, "%s",
+                         r->aliases[a]);
+        devices = calloc(count > 0 ? (size_t)count : 1, sizeof *devices);
+        if (!devices)
+            st = bp_set_error(BP_ERR_OUT_OF_MEMORY, "cannot allocate the device list of '%s'",
+                              r->name);
+        for (int k = 0; devices && k < count; k++) {
+            bp_device *device = bp_registry_make_device(backend, k);
+            if (device)
+                devices[made++] = device;
+        }
+        if (made == 0 && d->device->unavailable_reason) {
+            const char *why = d->device->unavailable_reason(state);
+            backend->unavailable_reason = keep_n(why, REASON_LIMIT - 1);
+        }
+    }
+    leave_plugin_code();
+    if (st == BP_OK)
+        st = bp_registry_add_backend(backend, devices, made);
     if (st != BP_OK) {
         snprintf(msg, sizeof msg, "%s", bp_last_error());
+        for (int k = 0; k < made; k++)
+            bp_registry_free_device(devices[k]);
+        free(devices);
+        free(backend);
         if (d->shutdown)
             d->shutdown(state);
-        bp_dispatcher_drop_backend(d->name);
-        return reject(i, skip, st, "not registered: %s", *msg ? msg : bp_status_str(st));
+        bp_dispatcher_drop_backend(r->name);
+        if (!builtin)
+            observe(BP_PLUGIN_STEP_DONE, r);
+        return bp_loader_reject(i, skip, st, "not registered: %s", *msg ? msg : bp_status_str(st));
     }
+    free(devices);
 
     r->state = builtin ? BP_PLUGIN_BUILTIN : BP_PLUGIN_LOADED;
     r->status = BP_OK;
     r->backend = backend;
     r->dl = NULL; /* the registry owns the library now */
     r->desc = NULL;
-    if (backend->device_count == 0 && d->device->unavailable_reason) {
-        const char *why = d->device->unavailable_reason(state);
-        if (why)
-            r->unavailable_reason = keep(why);
-    }
-    bp_log(BP_LOG_DEBUG, LOG_SRC, "loaded '%s' %s from %s: %d device(s)%s%s", d->name, d->version,
-           r->path, backend->device_count, *r->unavailable_reason ? ": " : "",
-           r->unavailable_reason);
+    bp_loader_refresh_aliases(i);
+    r->unavailable_reason = backend->unavailable_reason;
+    if (!builtin)
+        observe(BP_PLUGIN_STEP_DONE, r);
+    bp_log(BP_LOG_DEBUG, LOG_SRC, "loaded '%s' %s from %s: %d device(s)%s%s", r->name, r->version,
+           r->path, made, *r->unavailable_reason ? ": " : "", r->unavailable_reason);
     return BP_OK;
 }
 
-static void load_builtin_cpu(void) {
-    int i = record_add("(built-in)");
-    if (i < 0)
-        return;
-    const bp_plugin_descriptor *d = bp_cpu_backend_descriptor();
-    read_identity(i, d);
-    char why[REASON_MAX];
-    bp_status st = check_descriptor(d, true, why, sizeof why);
-    if (st != BP_OK) {
-        reject(i, BP_LOG_ERROR, BP_ERR_INTERNAL, "built-in cpu backend is invalid: %s", why);
-        return;
-    }
-    g_records[i].desc = d;
-    activate(i, BP_LOG_ERROR, true);
-}
-
-/* ---- discovery ---- */
-
-typedef struct dir_set {
-    char **dirs; /* real paths of directories already searched */
-    int count;
-} dir_set;
-
-static bool dir_set_add(dir_set *set, const char *real) {
-    for (int k = 0; k < set->count; k++)
-        if (strcmp(set->dirs[k], real) == 0)
-            return false;
-    char **grown = realloc(set->dirs, (size_t)(set->count + 1) * sizeof *grown);
-    char *copy = strdup(real);
-    if (!grown || !copy) {
-        free(copy);
-        if (grown)
-            set->dirs = grown;
-        return true; /* searching twice is harmless: files are de-duplicated */
-    }
-    set->dirs = grown;
-    set->dirs[set->count++] = copy;
-    return true;
-}
-
-static void dir_set_free(dir_set *set) {
-    for (int k = 0; k < set->count; k++)
-        free(set->dirs[k]);
-    free(set->dirs);
-}
-
-static bool is_candidate_name(const char *name) {
-    size_t len = strlen(name);
-    return len > strlen("libbp_.so") && strncmp(name, "libbp_", 6) == 0 &&
-           strcmp(name + len - 3, ".so") == 0;
-}
-
-static int compare_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Considers every libbp_*.so in `dir`, in name (byte) order. A missing default
- * directory is normal; one the user named is listed. */
-static void scan_dir(const char *dir, bool user_named, dir_set *searched, int first) {
-    char *real = realpath(dir, NULL);
-    if (!real) {
-        int err = errno;
-        if (!user_named) {
-            bp_log(BP_LOG_DEBUG, LOG_SRC, "plugin directory %s does not exist", dir);
-            return;
-        }
-        int i = record_add(dir);
-        if (i >= 0) {
-            if (err == ENOENT || err == ENOTDIR)
-                reject(i, BP_LOG_WARN, BP_ERR_NOT_FOUND, "directory does not exist");
-            else
-                reject(i, BP_LOG_WARN, BP_ERR_NOT_FOUND, "cannot access the directory: %s",
-                       strerror(err));
-        }
-        return;
-    }
-    if (!dir_set_add(searched, real)) {
-        bp_log(BP_LOG_DEBUG, LOG_SRC, "plugin directory %s already searched", dir);
-        free(real);
-        return;
-    }
-    free(real);
-
-    DIR *dp = opendir(dir);
-    if (!dp) {
-        int err = errno;
-        if (user_named) {
-            int i = record_add(dir);
-            if (i >= 0)
-                reject(i, BP_LOG_WARN, BP_ERR_NOT_FOUND, "cannot read the directory: %s",
-                       strerror(err));
+void bp_loader_init_builtin(void) {
+    pthread_mutex_lock(&loader_mutex);
+    int i = bp_loader_record_add("(built-in)");
+    if (i >= 0) {
+        const bp_plugin_descriptor *d = bp_cpu_backend_descriptor();
+        read_identity(i, d);
+        char why[REASON_LIMIT];
+        bp_status st = check_descriptor(d, true, why, sizeof why);
+        if (st != BP_OK) {
+            bp_loader_reject(i, BP_LOG_ERROR, BP_ERR_INTERNAL, "built-in cpu backend is invalid: %s",
+                             why);
         } else {
-            bp_log(BP_LOG_WARN, LOG_SRC, "cannot read plugin directory %s: %s", dir, strerror(err));
-        }
-        return;
-    }
-    bp_log(BP_LOG_DEBUG, LOG_SRC, "searching %s", dir);
-    char **names = NULL;
-    size_t count = 0, cap = 0;
-    struct dirent *ent;
-    while ((ent = readdir(dp)) != NULL) {
-        if (!is_candidate_name(ent->d_name))
-            continue;
-        if (count == cap) {
-            size_t new_cap = cap ? cap * 2 : 16;
-            char **grown = realloc(names, new_cap * sizeof *grown);
-            if (!grown)
-                break;
-            names = grown;
-            cap = new_cap;
-        }
-        names[count] = strdup(ent->d_name);
-        if (names[count])
-            count++;
-    }
-    closedir(dp);
-    if (count)
-        qsort(names, count, sizeof *names, compare_names);
-
-    for (size_t k = 0; k < count; k++) {
-        size_t len = strlen(dir) + 1 + strlen(names[k]) + 1;
-        char *path = malloc(len);
-        if (path) {
-            snprintf(path, len, "%s/%s", dir, names[k]);
-            struct stat sb;
-            if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode))
-                consider_file(path, first, false);
-            else
-                bp_log(BP_LOG_DEBUG, LOG_SRC, "%s: not a regular file, ignored", path);
-            free(path);
-        }
-        free(names[k]);
-    }
-    free(names);
-}
-
-/* One BP_PLUGIN_PATH entry: a directory to search or a plugin file. */
-static void consider_path_entry(const char *entry, dir_set *searched, int first) {
-    struct stat sb;
-    if (stat(entry, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
-        consider_file(entry, first, false);
-        return;
-    }
-    size_t len = strlen(entry);
-    if (len > 3 && strcmp(entry + len - 3, ".so") == 0 && stat(entry, &sb) != 0) {
-        consider_file(entry, first, false); /* lists it as "file does not exist" */
-        return;
-    }
-    scan_dir(entry, true, searched, first);
-}
-
-/* <directory of the running libbackplane>/BP_PLUGIN_DIR_BESIDE_LIBRARY, or NULL. */
-static char *dir_beside_library(void) {
-    Dl_info info;
-    if (!dladdr((void *)(uintptr_t)&bp_plugin_count, &info) || !info.dli_fname)
-        return NULL;
-    char *lib = realpath(info.dli_fname, NULL);
-    if (!lib)
-        return NULL;
-    char *slash = strrchr(lib, '/');
-    char *dir = NULL;
-    if (slash) {
-        *slash = '\0';
-        size_t len = strlen(lib) + 1 + strlen(BP_PLUGIN_DIR_BESIDE_LIBRARY) + 1;
-        dir = malloc(len);
-        if (dir)
-            snprintf(dir, len, "%s/%s", lib, BP_PLUGIN_DIR_BESIDE_LIBRARY);
-    }
-    free(lib);
-    return dir;
-}
-
-static void discover(int first) {
-    dir_set searched = {NULL, 0};
-    const char *env_path = secure_getenv("BP_PLUGIN_PATH");
-    if (env_path && *env_path) {
-        bp_log(BP_LOG_DEBUG, LOG_SRC, "BP_PLUGIN_PATH=%s", env_path);
-        char *copy = strdup(env_path);
-        char *save = NULL;
-        for (char *tok = copy ? strtok_r(copy, ":", &save) : NULL; tok;
-             tok = strtok_r(NULL, ":", &save))
-            consider_path_entry(tok, &searched, first);
-        free(copy);
-    }
-    char *beside = dir_beside_library();
-    if (beside)
-        scan_dir(beside, false, &searched, first);
-    else
-        bp_log(BP_LOG_DEBUG, LOG_SRC,
-               "cannot tell where libbackplane is; skipping the "
-               "plugin directory beside it");
-    free(beside);
-    scan_dir(BP_PLUGIN_INSTALL_DIR, false, &searched, first);
-    dir_set_free(&searched);
-}
-
-/* ---- decisions ---- */
-
-/* The validated candidate of this pass named `name` with the highest priority, the
- * first found on a tie; -1 when none. */
-static int best_of_name(int first, int end, const char *name) {
-    int best = -1;
-    for (int j = first; j < end; j++) {
-        const plugin_record *r = &g_records[j];
-        if (r->desc && strcasecmp(r->name, name) == 0 &&
-            (best < 0 || r->priority > g_records[best].priority))
-            best = j;
-    }
-    return best;
-}
-
-static bool contains(const int *list, int n, int value) {
-    for (int k = 0; k < n; k++)
-        if (list[k] == value)
-            return true;
-    return false;
-}
-
-/* Picks which validated candidates of this pass to use, and in which order: the
- * BP_PLUGINS order when set, else discovery order. */
-static int choose(int first, int end, int *order) {
-    int n = 0;
-    const char *selection = secure_getenv("BP_PLUGINS");
-    bool selecting = selection && *selection;
-    if (selecting) {
-        bp_log(BP_LOG_DEBUG, LOG_SRC, "BP_PLUGINS=%s", selection);
-        char *copy = strdup(selection);
-        char *save = NULL;
-        for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok;
-             tok = strtok_r(NULL, ",", &save)) {
-            tok += strspn(tok, " \t");
-            size_t len = strlen(tok);
-            while (len && (tok[len - 1] == ' ' || tok[len - 1] == '\t'))
-                tok[--len] = '\0';
-            if (!len || strcasecmp(tok, "cpu") == 0)
-                continue; /* the built-in cpu backend is always there */
-            int best = best_of_name(first, end, tok);
-            if (best < 0) {
-                bool listed = false;
-                for (int j = end; j < g_record_count && !listed; j++)
-                    listed = strcasecmp(g_records[j].name, tok) == 0;
-                int i = listed ? -1 : record_add("");
-                if (i >= 0) {
-                    g_records[i].name = keep(tok);
-                    reject(i, BP_LOG_WARN, BP_ERR_NOT_FOUND,
-                           "requested by BP_PLUGINS but no plugin named '%s' was found", tok);
-                }
-            } else if (!contains(order, n, best)) {
-                bp_log(BP_LOG_DEBUG, LOG_SRC, "selected '%s' from %s (BP_PLUGINS)", tok,
-                       g_records[best].path);
-                order[n++] = best;
-            }
-        }
-        free(copy);
-    } else {
-        for (int j = first; j < end; j++) {
-            if (g_records[j].desc && best_of_name(first, end, g_records[j].name) == j) {
-                bp_log(BP_LOG_DEBUG, LOG_SRC, "selected '%s' from %s", g_records[j].name,
-                       g_records[j].path);
-                order[n++] = j;
-            }
+            read_aliases(i, d);
+            g_records[i].desc = d;
+            activate(i, BP_LOG_ERROR, true);
         }
     }
-
-    for (int j = first; j < end; j++) {
-        if (!g_records[j].desc || contains(order, n, j))
-            continue;
-        int best = best_of_name(first, end, g_records[j].name);
-        if (contains(order, n, best))
-            reject(j, BP_LOG_WARN, BP_ERR_INVALID_ARGUMENT,
-                   "duplicate of '%s': kept %s (priority %d) over this one (priority %d)",
-                   g_records[j].name, g_records[best].path, (int)g_records[best].priority,
-                   (int)g_records[j].priority);
-        else
-            reject(j, BP_LOG_INFO, BP_ERR_INVALID_ARGUMENT, "not selected by BP_PLUGINS");
-    }
-    return n;
+    pthread_mutex_unlock(&loader_mutex);
 }
 
-void bp_loader_init_all(void) {
+void bp_loader_discover_all(void) {
     /* Loading runs inside whatever call came first; it must not leave plugin errors
      * behind in the caller's last error. */
-    char saved_error[REASON_MAX];
+    char saved_error[REASON_LIMIT];
     snprintf(saved_error, sizeof saved_error, "%s", bp_last_error());
 
-    load_builtin_cpu();
-
+    pthread_mutex_lock(&loader_mutex);
     const char *autoload = secure_getenv("BP_AUTOLOAD");
     if (autoload && strcmp(autoload, "0") == 0) {
         bp_log(BP_LOG_DEBUG, LOG_SRC, "BP_AUTOLOAD=0: plugin discovery is off");
     } else {
+        g_trust = bp_trust_policy_read();
         int first = g_record_count;
-        discover(first);
+        bp_loader_discover(first);
         int end = g_record_count;
         int *order = end > first ? malloc((size_t)(end - first) * sizeof *order) : NULL;
         if (end > first && !order) {
             for (int j = first; j < end; j++)
                 if (g_records[j].desc)
-                    reject(j, BP_LOG_ERROR, BP_ERR_OUT_OF_MEMORY, "out of memory");
+                    bp_loader_reject(j, BP_LOG_ERROR, BP_ERR_OUT_OF_MEMORY, "out of memory");
         } else if (order) {
-            int n = choose(first, end, order);
+            int n = bp_loader_choose(first, end, order);
             for (int k = 0; k < n; k++)
                 activate(order[k], BP_LOG_WARN, false);
         }
         free(order);
     }
+    pthread_mutex_unlock(&loader_mutex);
 
     if (*saved_error)
         bp_set_error(BP_OK, "%s", saved_error);
@@ -751,10 +635,11 @@ void bp_loader_init_all(void) {
 /* ---- public API ---- */
 
 int bp_plugin_count(void) {
-    bp_registry_ensure_init();
-    bp_registry_lock();
+    if (bp_registry_enter("bp_plugin_count", true) != BP_OK)
+        return 0;
+    pthread_mutex_lock(&loader_mutex);
     int n = g_record_count;
-    bp_registry_unlock();
+    pthread_mutex_unlock(&loader_mutex);
     return n;
 }
 
@@ -766,11 +651,13 @@ bp_status bp_plugin_get_info(int i, bp_plugin_info *info) {
                             "bp_plugin_get_info: info->struct_size is %u; set it to "
                             "sizeof(bp_plugin_info) (%zu)",
                             info->struct_size, sizeof(bp_plugin_info));
-    bp_registry_ensure_init();
-    bp_registry_lock();
+    bp_status st = bp_registry_enter("bp_plugin_get_info", true);
+    if (st != BP_OK)
+        return st;
+    pthread_mutex_lock(&loader_mutex);
     if (i < 0 || i >= g_record_count) {
         int n = g_record_count;
-        bp_registry_unlock();
+        pthread_mutex_unlock(&loader_mutex);
         return bp_set_error(BP_ERR_INVALID_ARGUMENT,
                             "bp_plugin_get_info: index %d is out of range (%d plugins listed)", i,
                             n);
@@ -789,8 +676,10 @@ bp_status bp_plugin_get_info(int i, bp_plugin_info *info) {
         .reason = r->reason,
         .device_count = r->backend ? r->backend->device_count : 0,
         .unavailable_reason = r->unavailable_reason,
+        .aliases = r->aliases_kept,
+        .notes = r->notes ? r->notes : "",
     };
-    bp_registry_unlock();
+    pthread_mutex_unlock(&loader_mutex);
     size_t n = info->struct_size < sizeof full ? info->struct_size : sizeof full;
     memcpy(info, &full, n);
     return BP_OK;
@@ -799,17 +688,42 @@ bp_status bp_plugin_get_info(int i, bp_plugin_info *info) {
 bp_status bp_plugin_load(const char *path) {
     if (!path || !*path)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_plugin_load: path is NULL or empty");
-    bp_registry_ensure_init();
-    bp_registry_lock();
+    bp_status st = bp_registry_enter("bp_plugin_load", true);
+    if (st != BP_OK)
+        return st;
+    pthread_mutex_lock(&loader_mutex);
+    g_trust = bp_trust_policy_read();
     int first = g_record_count;
-    bp_status st = consider_file(path, first, true);
-    if (st == BP_OK)
+    st = bp_loader_consider_file(path, first, true);
+    if (st == BP_OK) {
+        bp_loader_settle_explicit(first);
         st = activate(first, BP_LOG_INFO, false);
-    char reason[REASON_MAX];
+    }
+    char reason[REASON_LIMIT];
     snprintf(reason, sizeof reason, "%s",
              g_record_count > first ? g_records[first].reason : "out of memory");
-    bp_registry_unlock();
+    pthread_mutex_unlock(&loader_mutex);
     if (st != BP_OK)
         return bp_set_error(st, "bp_plugin_load: plugin %s: %s", path, reason);
+    return BP_OK;
+}
+
+typedef struct observer_setting {
+    bp_plugin_observer fn;
+    void *ctx;
+} observer_setting;
+
+static void set_observer(void *arg) {
+    const observer_setting *s = arg;
+    g_observer = s->fn;
+    g_observer_ctx = s->ctx;
+}
+
+bp_status bp_plugin_set_observer(bp_plugin_observer observer, void *ctx) {
+    observer_setting s = {observer, ctx};
+    if (bp_registry_before_discovery(set_observer, &s) != BP_OK)
+        return bp_set_error(BP_ERR_INVALID_STATE,
+                            "bp_plugin_set_observer: plugin discovery has already started; set "
+                            "the observer before the first call that loads plugins");
     return BP_OK;
 }

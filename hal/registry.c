@@ -1,8 +1,17 @@
 /* The process-wide registry of backends and their devices.
  *
- * Initialised once (pthread_once) on the first call that needs it: the built-in cpu
- * backend, then autoloaded plugins. Backends and devices are only ever added, never
- * removed, so a bp_device pointer stays valid until the process exits. */
+ * Initialised in two steps on the first call that needs it: the core (ops and the
+ * built-in cpu backend) under pthread_once, then plugin discovery, run by that first
+ * caller without the registry lock. What waits for what:
+ *   - everything waits for the core (quick: no plugin code runs in it);
+ *   - bp_device_count, bp_device_get, bp_plugin_*, bp_kernel_register and opening any
+ *     device type but "cpu" wait until discovery has finished;
+ *   - opening "cpu", and ops, streams and memory on devices already open, never wait
+ *     for discovery: a slow plugin init does not stop them;
+ *   - a plugin's own code (init, count, get_props, constructors) calling the API gets
+ *     BP_ERR_INVALID_STATE instead of waiting for itself.
+ * Backends and devices are only ever added, never removed, so a bp_device pointer
+ * stays valid until the process exits. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,22 +20,70 @@
 #include "hal_internal.h"
 #include "dispatcher_internal.h"
 
-static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
+static pthread_once_t core_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+typedef enum discovery_state { NOT_STARTED, RUNNING, FINISHED } discovery_state;
+static pthread_mutex_t discovery_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t discovery_finished = PTHREAD_COND_INITIALIZER;
+static discovery_state discovery;
 
 static bp_backend *backends[BP_MAX_DEVICES];
 static int backend_count;
 static bp_device *devices[BP_MAX_DEVICES];
 static int device_total;
 
-static void registry_init(void) {
-    pthread_mutex_lock(&registry_mutex);
+static void core_init(void) {
     bp_dispatcher_init();
-    bp_loader_init_all();
-    pthread_mutex_unlock(&registry_mutex);
+    bp_loader_init_builtin();
 }
 
-void bp_registry_ensure_init(void) { pthread_once(&registry_once, registry_init); }
+/* Runs discovery on this thread if nobody has started it; else waits for it to finish
+ * when asked to. */
+static void start_or_wait(bool wait_for_plugins) {
+    pthread_mutex_lock(&discovery_mutex);
+    if (discovery == NOT_STARTED) {
+        discovery = RUNNING;
+        pthread_mutex_unlock(&discovery_mutex);
+        bp_loader_discover_all();
+        pthread_mutex_lock(&discovery_mutex);
+        discovery = FINISHED;
+        pthread_cond_broadcast(&discovery_finished);
+    } else {
+        while (wait_for_plugins && discovery != FINISHED)
+            pthread_cond_wait(&discovery_finished, &discovery_mutex);
+    }
+    pthread_mutex_unlock(&discovery_mutex);
+}
+
+bp_status bp_registry_enter(const char *what, bool wait_for_plugins) {
+    const char *running = bp_loader_running_plugin();
+    if (running)
+        return bp_set_error(BP_ERR_INVALID_STATE,
+                            "%s was called from %s: a plugin must not call the backplane API "
+                            "while the loader runs its code (it would wait for itself)",
+                            what, running);
+    pthread_once(&core_once, core_init);
+    start_or_wait(wait_for_plugins);
+    return BP_OK;
+}
+
+void bp_registry_ensure_init(void) {
+    pthread_once(&core_once, core_init);
+    /* From plugin code, discovery is running on this thread: nothing to start, and
+     * not waiting keeps it from waiting for itself. */
+    if (!bp_loader_running_plugin())
+        start_or_wait(false);
+}
+
+bp_status bp_registry_before_discovery(void (*fn)(void *ctx), void *ctx) {
+    pthread_mutex_lock(&discovery_mutex);
+    bool before = discovery == NOT_STARTED;
+    if (before)
+        fn(ctx);
+    pthread_mutex_unlock(&discovery_mutex);
+    return before ? BP_OK : BP_ERR_INVALID_STATE;
+}
 
 void bp_registry_lock(void) { pthread_mutex_lock(&registry_mutex); }
 
@@ -48,30 +105,37 @@ bp_backend *bp_registry_find_backend(const char *name, size_t len) {
     return NULL;
 }
 
-static void add_aliases(bp_backend *backend) {
-    for (const char *const *alias = backend->desc->aliases; alias && *alias; alias++) {
-        size_t len = strlen(*alias);
-        if (len == 0 || len >= BP_BACKEND_NAME_MAX || strchr(*alias, ':')) {
-            bp_log(BP_LOG_WARN, "registry", "backend '%s': alias '%s' is not a valid device type; "
-                   "ignored", backend->name, *alias);
-            continue;
-        }
-        bp_backend *owner = bp_registry_find_backend(*alias, len);
-        if (owner || name_matches(backend->name, *alias, len)) {
-            bp_log(BP_LOG_WARN, "registry", "backend '%s': alias '%s' is already taken by '%s'; "
-                   "ignored", backend->name, *alias, owner ? owner->name : backend->name);
-            continue;
-        }
-        if (backend->alias_count == BP_MAX_ALIASES) {
-            bp_log(BP_LOG_WARN, "registry", "backend '%s': more than %d aliases; '%s' ignored",
-                   backend->name, BP_MAX_ALIASES, *alias);
-            continue;
-        }
-        snprintf(backend->aliases[backend->alias_count++], BP_BACKEND_NAME_MAX, "%s", *alias);
-    }
+void bp_registry_drop_alias(bp_backend *backend, const char *alias) {
+    int kept = 0;
+    for (int a = 0; a < backend->alias_count; a++)
+        if (strcasecmp(backend->aliases[a], alias) != 0)
+            memmove(backend->aliases[kept++], backend->aliases[a], BP_BACKEND_NAME_MAX);
+    backend->alias_count = kept;
 }
 
-static bp_device *make_device(bp_backend *backend, int index) {
+bp_status bp_registry_new_backend(const bp_plugin_descriptor *desc, void *state, void *dl_handle,
+                                  const char *name, const char *version, bp_backend **out_backend) {
+    bp_backend *backend = calloc(1, sizeof *backend);
+    if (!backend)
+        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "cannot allocate the backend record for '%s'",
+                            name);
+    backend->desc = desc;
+    backend->state = state;
+    backend->dl_handle = dl_handle;
+    snprintf(backend->name, sizeof backend->name, "%s", name);
+    snprintf(backend->version, sizeof backend->version, "%s", version);
+    backend->unavailable_reason = "";
+    backend->type_slot = bp_dispatcher_type_slot(backend->name);
+    if (backend->type_slot < 0) {
+        free(backend);
+        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "too many device types (at most %d)",
+                            BP_MAX_DEVICE_TYPES);
+    }
+    *out_backend = backend;
+    return BP_OK;
+}
+
+bp_device *bp_registry_make_device(bp_backend *backend, int index) {
     bp_device *device = calloc(1, sizeof *device);
     if (!device)
         return NULL;
@@ -83,6 +147,8 @@ static bp_device *make_device(bp_backend *backend, int index) {
         free(device);
         return NULL;
     }
+    /* The plugin may have filled the whole array. */
+    device->props.description[sizeof device->props.description - 1] = '\0';
     if ((device->props.capabilities & BP_CAP_REGIONS) && !backend->desc->region) {
         bp_log(BP_LOG_ERROR, "registry",
                "%s:%d reports BP_CAP_REGIONS but the plugin has no region vtable; the "
@@ -97,68 +163,48 @@ static bp_device *make_device(bp_backend *backend, int index) {
     return device;
 }
 
-bp_status bp_registry_add_backend(const bp_plugin_descriptor *desc, void *state, void *dl_handle,
-                                  bp_backend **out_backend) {
-    size_t name_len = strlen(desc->name);
-    if (name_len == 0 || name_len >= BP_BACKEND_NAME_MAX)
-        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "backend name '%s' must have 1 to %d characters",
-                            desc->name, BP_BACKEND_NAME_MAX - 1);
-    bp_backend *owner = bp_registry_find_backend(desc->name, name_len);
-    if (owner)
-        return bp_set_error(BP_ERR_INVALID_ARGUMENT,
-                            "device type '%s' is already provided by backend '%s'", desc->name,
-                            owner->name);
-    if (backend_count == BP_MAX_DEVICES)
-        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "too many backends (at most %d)", BP_MAX_DEVICES);
+void bp_registry_free_device(bp_device *device) {
+    pthread_mutex_destroy(&device->open_lock);
+    free(device);
+}
 
-    bp_backend *backend = calloc(1, sizeof *backend);
-    if (!backend)
-        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "cannot allocate the backend record for '%s'",
-                            desc->name);
-    backend->desc = desc;
-    backend->state = state;
-    backend->dl_handle = dl_handle;
-    memcpy(backend->name, desc->name, name_len + 1);
-    backend->type_slot = bp_dispatcher_type_slot(backend->name);
-    if (backend->type_slot < 0) {
-        free(backend);
-        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "too many device types (at most %d)",
-                            BP_MAX_DEVICE_TYPES);
-    }
-    add_aliases(backend);
+int bp_registry_room(void) {
+    bp_registry_lock();
+    int room = BP_MAX_DEVICES - device_total;
+    bp_registry_unlock();
+    return room;
+}
 
-    int count = desc->device->count(state);
-    if (count < 0)
-        count = 0;
-    if (count > BP_MAX_DEVICES - device_total) {
-        bp_log(BP_LOG_WARN, "registry", "backend '%s' reports %d devices; only %d fit the registry",
-               backend->name, count, BP_MAX_DEVICES - device_total);
-        count = BP_MAX_DEVICES - device_total;
+bp_status bp_registry_add_backend(bp_backend *backend, bp_device **new_devices, int count) {
+    bp_registry_lock();
+    if (backend_count == BP_MAX_DEVICES || count > BP_MAX_DEVICES - device_total) {
+        bp_registry_unlock();
+        return bp_set_error(BP_ERR_OUT_OF_MEMORY,
+                            "registry full: no room for backend '%s' and its %d device(s)",
+                            backend->name, count);
     }
     backend->devices = calloc(count > 0 ? (size_t)count : 1, sizeof *backend->devices);
     if (!backend->devices) {
-        free(backend);
+        bp_registry_unlock();
         return bp_set_error(BP_ERR_OUT_OF_MEMORY, "cannot allocate the device list of '%s'",
-                            desc->name);
+                            backend->name);
     }
     for (int i = 0; i < count; i++) {
-        bp_device *device = make_device(backend, i);
-        if (!device)
-            continue;
+        bp_device *device = new_devices[i];
         device->ordinal = device_total;
         devices[device_total++] = device;
         backend->devices[backend->device_count++] = device;
     }
     backends[backend_count++] = backend;
-    bp_log(BP_LOG_INFO, "registry", "backend '%s' %s: %d device(s)", backend->name, desc->version,
-           backend->device_count);
-    if (out_backend)
-        *out_backend = backend;
+    bp_registry_unlock();
+    bp_log(BP_LOG_INFO, "registry", "backend '%s' %s: %d device(s)", backend->name,
+           backend->version, count);
     return BP_OK;
 }
 
 int bp_registry_device_count(void) {
-    bp_registry_ensure_init();
+    if (bp_registry_enter("bp_device_count", true) != BP_OK)
+        return 0;
     bp_registry_lock();
     int n = device_total;
     bp_registry_unlock();
@@ -166,7 +212,6 @@ int bp_registry_device_count(void) {
 }
 
 bp_device *bp_registry_device_at(int ordinal) {
-    bp_registry_ensure_init();
     bp_registry_lock();
     bp_device *device = ordinal >= 0 && ordinal < device_total ? devices[ordinal] : NULL;
     bp_registry_unlock();

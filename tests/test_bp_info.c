@@ -148,6 +148,52 @@ static void test_text_output(void **state) {
     free(out);
 }
 
+/* A plugin whose init kills the process (abort, exit) is probed in a child: it is
+ * listed with how it died, and the other plugins and devices are still listed. */
+static void test_crashing_plugins_reported(void **state) {
+    const char *env[] = {"BP_PLUGIN_PATH=" PLUGIN_DIR("crash") ":" PLUGIN_DIR(
+                             "good") ":" PLUGIN_DIR("exit"),
+                         NULL};
+    cJSON *root = run_json(env);
+    const cJSON *crash = find_entry(root, "plugins", "path", "crash/libbp_crash.so");
+    assert_non_null(crash);
+    assert_string_equal(string_of(crash, "state"), "skipped");
+    assert_string_equal(string_of(crash, "name"), "crash");
+    if (!bp_test_contains(string_of(crash, "reason"), "killed by signal 6"))
+        fail_msg("crash reason: %s", string_of(crash, "reason"));
+    const cJSON *exiter = find_entry(root, "plugins", "path", "exit/libbp_exit.so");
+    assert_non_null(exiter);
+    assert_string_equal(string_of(exiter, "state"), "skipped");
+    if (!bp_test_contains(string_of(exiter, "reason"), "exited with status 7"))
+        fail_msg("exiter reason: %s", string_of(exiter, "reason"));
+    const cJSON *testdev = find_entry(root, "plugins", "name", "testdev");
+    assert_non_null(testdev);
+    assert_string_equal(string_of(testdev, "state"), "loaded");
+    assert_non_null(find_entry(root, "devices", "name", "testdev:1"));
+    check_cpu_listed(root);
+    cJSON_Delete(root);
+
+    char *out = NULL;
+    assert_int_equal(run_info(NULL, env, &out), 0);
+    if (!bp_test_contains(out, "killed by signal 6") || !bp_test_contains(out, "libbp_crash.so") ||
+        !bp_test_contains(out, "exited with status 7") || !bp_test_contains(out, "testdev:1"))
+        fail_msg("unexpected text output:\n%s", out);
+    free(out);
+}
+
+/* Aliases and the loader's notes are listed. */
+static void test_aliases_and_notes_listed(void **state) {
+    const char *env[] = {"BP_PLUGIN_PATH=" PLUGIN_DIR("good") ":" PLUGIN_DIR("many"), NULL};
+    cJSON *root = run_json(env);
+    const cJSON *testdev = find_entry(root, "plugins", "name", "testdev");
+    assert_non_null(testdev);
+    assert_string_equal(string_of(testdev, "aliases"), "tdev");
+    const cJSON *many = find_entry(root, "plugins", "name", "many");
+    assert_non_null(many);
+    assert_true(bp_test_contains(string_of(many, "notes"), "reports 1000000 devices"));
+    cJSON_Delete(root);
+}
+
 static void test_bad_option(void **state) {
     char *out = NULL;
     assert_int_equal(run_info("--bogus", NULL, &out), 2);
@@ -162,7 +208,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default_json),     cmocka_unit_test(test_wrong_abi_listed),
         cmocka_unit_test(test_good_plugin_json), cmocka_unit_test(test_text_output),
-        cmocka_unit_test(test_bad_option),
+        cmocka_unit_test(test_crashing_plugins_reported),
+        cmocka_unit_test(test_aliases_and_notes_listed), cmocka_unit_test(test_bad_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,15 +3,22 @@
  *
  *   bp-info [--json] [--help]
  *
+ * Plugins are probed in a child process (info_probe.h): one that crashes or exits while
+ * it loads is listed as skipped with how it ended the process, and the others are
+ * still listed.
+ *
  * Exit status: 0 when the registry came up, even if some plugins were skipped (that is
  * what this tool reports); 1 when the registry itself failed (no built-in cpu backend,
- * or its device list cannot be read); 2 for a bad command line. */
+ * or its device list cannot be read) or the probe died outside any plugin; 2 for a bad
+ * command line. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <backplane/backplane.h>
 #include <cJSON.h>
+
+#include "info_probe.h"
 
 #define MIB (1024.0 * 1024.0)
 
@@ -34,6 +41,12 @@ static const char *state_word(bp_plugin_state state) {
         return "skipped";
     }
     return "unknown";
+}
+
+/* The loader's reason, or how the plugin ended an earlier probe process. */
+static const char *reason_of(const bp_plugin_info *p) {
+    const char *death = p->state == BP_PLUGIN_SKIPPED ? info_probe_death(p->path) : NULL;
+    return death ? death : p->reason;
 }
 
 static const struct {
@@ -146,10 +159,14 @@ static void print_text(const bp_plugin_info *plugins, int np, const device_entry
                *p->version ? p->version : "-", abi, state_word(p->state), devs,
                *p->path ? p->path : "-");
         if (p->state == BP_PLUGIN_SKIPPED)
-            printf("      reason: %s: %s\n", bp_status_str(p->status), p->reason);
+            printf("      reason: %s: %s\n", bp_status_str(p->status), reason_of(p));
         else if (p->device_count == 0)
             printf("      no devices: %s\n",
                    *p->unavailable_reason ? p->unavailable_reason : "(no reason given)");
+        if (*p->aliases)
+            printf("      aliases: %s\n", p->aliases);
+        if (*p->notes)
+            printf("      notes: %s\n", p->notes);
     }
 
     printf("\nDevices (%d):\n", nd);
@@ -190,10 +207,12 @@ static cJSON *plugin_json(const bp_plugin_info *p) {
     cJSON_AddStringToObject(o, "path", p->path);
     cJSON_AddStringToObject(o, "state", state_word(p->state));
     cJSON_AddStringToObject(o, "status", bp_status_str(p->status));
-    cJSON_AddStringToObject(o, "reason", p->reason);
+    cJSON_AddStringToObject(o, "reason", reason_of(p));
     cJSON_AddNumberToObject(o, "priority", p->priority);
     cJSON_AddNumberToObject(o, "device_count", p->device_count);
     cJSON_AddStringToObject(o, "unavailable_reason", p->unavailable_reason);
+    cJSON_AddStringToObject(o, "aliases", p->aliases);
+    cJSON_AddStringToObject(o, "notes", p->notes);
     return o;
 }
 
@@ -241,6 +260,24 @@ static int print_json(const bp_plugin_info *plugins, int np, const device_entry 
     return 0;
 }
 
+/* The probe's body: collects and prints. ctx points to the --json flag. */
+static int list_everything(void *ctx) {
+    int json = *(const int *)ctx;
+    bp_plugin_info *plugins = NULL;
+    device_entry *devices = NULL;
+    int np = 0, nd = 0;
+    int failed = collect(&plugins, &np, &devices, &nd);
+    if (plugins) {
+        if (json)
+            failed |= print_json(plugins, np, devices, nd);
+        else
+            print_text(plugins, np, devices, nd);
+    }
+    free(plugins);
+    free(devices);
+    return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
     int json = 0;
     for (int i = 1; i < argc; i++) {
@@ -256,17 +293,5 @@ int main(int argc, char **argv) {
         }
     }
 
-    bp_plugin_info *plugins = NULL;
-    device_entry *devices = NULL;
-    int np = 0, nd = 0;
-    int failed = collect(&plugins, &np, &devices, &nd);
-    if (plugins) {
-        if (json)
-            failed |= print_json(plugins, np, devices, nd);
-        else
-            print_text(plugins, np, devices, nd);
-    }
-    free(plugins);
-    free(devices);
-    return failed ? 1 : 0;
+    return info_probe_run(list_everything, &json);
 }

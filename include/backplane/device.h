@@ -64,7 +64,8 @@ BP_API bp_status bp_device_open(const char *name, bp_device **out_device);
  *  when set, else "cpu". Errors as bp_device_open, naming BP_DEVICE. */
 BP_API bp_status bp_device_default(bp_device **out_device);
 
-/** Number of devices of every loaded backend. Never fails; loads plugins on first use. */
+/** Number of devices of every loaded backend. Loads plugins on first use, and waits for
+ *  a discovery another thread runs. 0 (with bp_last_error) when called from a plugin's init. */
 BP_API int bp_device_count(void);
 
 /** The device at `ordinal` in 0..bp_device_count()-1, ordered by backend then index. */

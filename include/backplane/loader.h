@@ -9,8 +9,14 @@
  * BP_AUTOLOAD=0 turns discovery off (the built-in cpu backend stays); BP_PLUGINS=a,b
  * keeps only the plugins of those names, in that order. Of two candidates with one
  * real path the first is used; of two plugins with one name the higher priority
- * wins (the first found on a tie). A candidate that cannot be used is skipped with
- * its reason; it never stops the others. BP_LOG=debug logs every decision.
+ * wins (the first found on a tie). Names beat aliases: an alias that is another
+ * plugin's name, or that two plugins claim, is dropped (noted), never the plugin.
+ * A file (or its directory) that someone other than root or this user can change is
+ * refused unless BP_PLUGIN_ALLOW_INSECURE=1; links that lead nowhere, directories and
+ * FIFOs are listed as skipped and never opened. At most 32 devices per plugin are
+ * registered. A candidate that cannot be used is skipped with its reason; it never
+ * stops the others. BP_LOG=debug logs every decision; docs/architecture.md ("Plugin
+ * ABI and loading") has the rules and what waits for what.
  */
 #ifndef BACKPLANE_LOADER_H
 #define BACKPLANE_LOADER_H
@@ -43,9 +49,14 @@ typedef struct bp_plugin_info {
     const char *reason;  /**< one sentence for skipped plugins, "" otherwise */
     int device_count;    /**< devices it reports */
     const char *unavailable_reason; /**< why it reports zero devices, or "" */
+    const char *aliases; /**< the aliases it kept, comma-separated, or "" */
+    /** What the loader changed about a plugin it used, one sentence each separated by
+     *  "; " (aliases dropped, devices beyond the cap, trust checks overridden), or "" */
+    const char *notes;
 } bp_plugin_info;
 
-/** Number of candidates seen so far (loaded, built-in and skipped). Never fails. */
+/** Number of candidates seen so far (loaded, built-in and skipped). Waits for plugin
+ *  discovery to finish. 0 (with bp_last_error) when called from a plugin's init. */
 BP_API int bp_plugin_count(void);
 
 /** Fills `info` (set info->struct_size = sizeof(bp_plugin_info) first) for candidate
@@ -58,6 +69,29 @@ BP_API bp_status bp_plugin_get_info(int i, bp_plugin_info *info);
  *  same name or real path already loaded), or the plugin's init error. Rejected
  *  candidates are also listed by bp_plugin_get_info. Thread-safe. */
 BP_API bp_status bp_plugin_load(const char *path);
+
+/** Steps of loading one plugin, as an observer sees them. */
+typedef enum bp_plugin_step {
+    BP_PLUGIN_STEP_OPEN = 0, /**< about to dlopen the file (its constructors and entry
+                                  function run next); the name is not known yet: "" */
+    BP_PLUGIN_STEP_INIT = 1, /**< about to run the plugin's init, count its devices
+                                  and read their properties */
+    BP_PLUGIN_STEP_DONE = 2, /**< the step announced before it has returned */
+} bp_plugin_step;
+
+/** Called on the loading thread before and after each step of each candidate, with the
+ *  plugin's name ("" before it is known) and path. Returning 0 before OPEN or INIT
+ *  skips the candidate (listed as declined by the observer); the value is ignored for
+ *  DONE. It must not call the backplane API. For tools that must survive a plugin that
+ *  kills the process: bp-info probes in a child process and learns from OPEN/INIT
+ *  without a DONE which plugin did. */
+typedef int (*bp_plugin_observer)(bp_plugin_step step, const char *name, const char *path,
+                                  void *ctx);
+
+/** Installs the observer (NULL removes it). Only before plugin discovery has started,
+ *  that is before the first call that needs devices or plugins: BP_ERR_INVALID_STATE
+ *  after. */
+BP_API bp_status bp_plugin_set_observer(bp_plugin_observer observer, void *ctx);
 
 #ifdef __cplusplus
 }
