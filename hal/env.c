@@ -23,7 +23,7 @@ bool bp_env_parse_whole(const char *text, long long lo, long long hi, long long 
 
 bool bp_env_switch(const char *name, bool unset, bool invalid, const char *source,
                    const char *invalid_means) {
-    const char *value = getenv(name);
+    const char *value = secure_getenv(name);
     if (value == NULL || value[0] == '\0')
         return unset;
     if (strcmp(value, "0") == 0 || strcmp(value, "1") == 0)

@@ -13,7 +13,7 @@
 BP_INTERNAL bool bp_env_parse_whole(const char *text, long long lo, long long hi,
                                     long long *out);
 
-/* The switch `name` (read with getenv): "1" is on and "0" off; unset or empty gives
+/* The switch `name` (read with secure_getenv: some switches choose code): "1" is on and "0" off; unset or empty gives
  * `unset`; any other value gives `invalid`, with a warning from `source` that ends
  * with `invalid_means` (what the program does instead). */
 BP_INTERNAL bool bp_env_switch(const char *name, bool unset, bool invalid, const char *source,

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "env.h"
 #include "loader_internal.h"
 #include "dispatcher_internal.h"
 
@@ -604,9 +605,9 @@ void bp_loader_discover_all(void) {
     snprintf(saved_error, sizeof saved_error, "%s", bp_last_error());
 
     pthread_mutex_lock(&loader_mutex);
-    const char *autoload = secure_getenv("BP_AUTOLOAD");
-    if (autoload && strcmp(autoload, "0") == 0) {
-        bp_log(BP_LOG_DEBUG, LOG_SRC, "BP_AUTOLOAD=0: plugin discovery is off");
+    /* Fails closed: a value that is neither 0 nor 1 loads no plugin code. */
+    if (!bp_env_switch("BP_AUTOLOAD", true, false, LOG_SRC, "plugin discovery is off")) {
+        bp_log(BP_LOG_DEBUG, LOG_SRC, "BP_AUTOLOAD: plugin discovery is off");
     } else {
         g_trust = bp_trust_policy_read();
         int first = g_record_count;

@@ -393,6 +393,28 @@ static void test_autoload_off(void **state) {
     run_in_child(child_autoload_off, NULL, env);
 }
 
+/* A value that is neither 0 nor 1 fails closed: no plugin code is loaded, with a
+ * warning naming the value. */
+static void child_autoload_invalid(void *arg) {
+    (void)arg;
+    bp_test_capture_begin();
+    int plugins = bp_plugin_count();
+    char *err = bp_test_capture_end();
+    CHILD_CHECK(plugins == 1);
+    CHILD_CHECK(bp_test_contains(err, "BP_AUTOLOAD='false' is not 0 or 1"));
+    CHILD_CHECK(bp_test_contains(err, "plugin discovery is off"));
+    free(err);
+    bp_device *dev = NULL;
+    CHILD_CHECK(bp_device_open("testdev", &dev) == BP_ERR_NOT_FOUND);
+    check_device_works("cpu");
+}
+
+static void test_autoload_invalid_fails_closed(void **state) {
+    const char *env[] = {"BP_AUTOLOAD=false", "BP_LOG=warn", "BP_PLUGIN_PATH=" PLUGIN_DIR("good"),
+                         NULL};
+    run_in_child(child_autoload_invalid, NULL, env);
+}
+
 static void child_select_testdev(void *arg) {
     check_cpu_builtin_first();
     bp_plugin_info info;
@@ -709,6 +731,7 @@ int main(void) {
         cmocka_unit_test(test_duplicates_highest_priority_wins),
         cmocka_unit_test(test_same_file_twice),
         cmocka_unit_test(test_autoload_off),
+        cmocka_unit_test(test_autoload_invalid_fails_closed),
         cmocka_unit_test(test_select_with_bp_plugins),
         cmocka_unit_test(test_select_two),
         cmocka_unit_test(test_select_missing_plugin),

@@ -6,7 +6,8 @@
  *      build tree when run from it, the install tree when installed);
  *   3. the install tree's plugin directory compiled in at build time.
  * In a directory, files named libbp_*.so are candidates, in name order.
- * BP_AUTOLOAD=0 turns discovery off (the built-in cpu backend stays); BP_PLUGINS=a,b
+ * BP_AUTOLOAD=0 turns discovery off (the built-in cpu backend stays; a value other than
+ * 0 or 1 does too, with a warning); BP_PLUGINS=a,b
  * keeps only the plugins of those names, in that order. Of two candidates with one
  * real path the first is used; of two plugins with one name the higher priority
  * wins (the first found on a tie). Names beat aliases: an alias that is another
