@@ -11,6 +11,7 @@
 
 #include "conformance.h"
 #include "expect.h"
+#include "gate.h"
 #include "thread_report.h"
 #include "work.h"
 
@@ -76,14 +77,31 @@ static void test_synchronize_waits_for_work(void **state) {
     BP_CONF_OK(bp_stream_destroy(b));
 }
 
-/* Polling bp_event_query until it says BP_OK: then the work before the record is done. */
+/* An event recorded behind a host function that holds the stream is not done (for
+ * certain: the test opens the gate); polling bp_event_query until it says BP_OK: then
+ * the work before the record is done. */
 static void test_query_complete_means_done(void **state) {
     (void)state;
     bp_stream *a = bp_conf_stream(), *b = bp_conf_stream();
     bp_event *e = new_event(BP_EVENT_DEFAULT);
     bp_conf_overwrite w = bp_conf_overwrite_prepare(a, FILL_BYTES);
     bp_conf_overwrite_start(&w, SLOW_ROUNDS);
-    BP_CONF_OK(bp_event_record(e, a));
+    bp_conf_gate gate;
+    bp_conf_gate_init(&gate);
+    BP_CONF_OK(bp_conf_gate_hold(&gate, a));
+    bp_status rec = bp_event_record(e, a);
+    bp_clear_error();
+    bp_status held = rec == BP_OK ? bp_event_query(e) : rec;
+    bool message = bp_last_error()[0] != '\0';
+    /* Opens the gate and waits for its host function to return, before any check can
+     * end the test (the gate lives on this frame). */
+    bp_conf_gate_destroy(&gate, 1);
+    BP_CONF_OK(rec);
+    if (held != BP_ERR_NOT_READY)
+        fail_msg("bp_event_query returned %s for an event recorded behind a held host function, "
+                 "expected BP_ERR_NOT_READY", bp_status_str(held));
+    if (message)
+        fail_msg("BP_ERR_NOT_READY set the error message '%s'", bp_last_error());
     bp_conf_poll_until_done(query_event, e, "event recorded after slow work");
     bp_conf_expect_overwritten(&w, b,
                                "buffer read on another stream after bp_event_query said done");

@@ -12,6 +12,7 @@
 
 #include "conformance.h"
 #include "expect.h"
+#include "gate.h"
 #include "work.h"
 
 /* Bytes of the buffers the slow work fills: large enough to be real work, small
@@ -40,6 +41,21 @@ static void test_query(void **state) {
 
     bp_conf_overwrite w = bp_conf_overwrite_prepare(s, FILL_BYTES);
     bp_conf_overwrite_start(&w, SLOW_ROUNDS);
+    /* Held on a host function, the stream is not done, for certain. */
+    bp_conf_gate gate;
+    bp_conf_gate_init(&gate);
+    BP_CONF_OK(bp_conf_gate_hold(&gate, s));
+    bp_clear_error();
+    bp_status held = bp_stream_query(s);
+    bool message = bp_last_error()[0] != '\0';
+    /* Opens the gate and waits for its host function to return, before any check can
+     * end the test (the gate lives on this frame). */
+    bp_conf_gate_destroy(&gate, 1);
+    if (held != BP_ERR_NOT_READY)
+        fail_msg("bp_stream_query returned %s while a host function held the stream, expected "
+                 "BP_ERR_NOT_READY", bp_status_str(held));
+    if (message)
+        fail_msg("BP_ERR_NOT_READY set the error message '%s'", bp_last_error());
     bp_conf_poll_until_done(query_stream, s, "stream with slow work");
     /* The reader is not ordered after s: only the query's answer makes this safe. */
     bp_conf_expect_overwritten(&w, reader,
@@ -330,8 +346,8 @@ static void test_default_stream(void **state) {
 static const bp_conf_test tests[] = {
     /* First: the group's first bp_stream_query call, so a hang is reported here. */
     {"query", test_query,
-     "query on a new stream is OK; after work it is OK or NOT_READY, and once OK the data is "
-     "final; after synchronize it is OK",
+     "query on a new stream is OK; held on a host function it is NOT_READY, and once OK the "
+     "data is final; after synchronize it is OK",
      NULL},
     {"create_destroy", test_create_destroy,
      "many create/destroy cycles; destroy waits for queued work", NULL},

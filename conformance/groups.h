@@ -8,6 +8,7 @@
     X(memory)             \
     X(streams)            \
     X(events)             \
+    X(host_funcs)         \
     X(guards)             \
     X(allocator)          \
     X(ops)                \

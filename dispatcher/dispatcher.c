@@ -340,6 +340,7 @@ static inline bp_status launch(const bp_op_record *op, const bp_kernel_entry *ke
     kc->device = call->device->handle;
     kc->stream = stream->handle;
     kc->kernel_data = kernel->data;
+    bp_stream_host_funcs_wait(stream);
     if (!hooks)
         return kernel->fn(kc);
     bp_trace_note(op, call->device, kc->dtype);

@@ -139,6 +139,8 @@ bp_status bp_region_check_not_recording(const bp_stream *stream, const char *wha
                         "end it with bp_region_end first (%s)", what, stream->device->name,
                         strstr(what, "synchronize") ? "work recorded in a region has not been "
                         "issued, so there is nothing to wait for"
+                        : strstr(what, "host_func") ? "a region records kernels only: launch "
+                        "host functions before bp_region_begin or after bp_region_end"
                         : "copies and memsets cannot be recorded: do them before "
                         "bp_region_begin or after bp_region_end");
 }

@@ -222,6 +222,7 @@ bp_status bp_device_synchronize(bp_device *device) {
     if (atomic_load(&device->recording) > 0)
         return bp_set_error(BP_ERR_INVALID_STATE, "bp_device_synchronize: a stream of %s is "
                             "recording a region; end it (bp_region_end) first", device->name);
+    bp_host_funcs_device_wait(device);
     st = device->backend->desc->device->synchronize(device->handle);
     return st == BP_OK ? st : bp_error_prefix(st, device->name);
 }

@@ -56,6 +56,7 @@ bp_status bp_event_destroy(bp_event *event) {
     if (!atomic_compare_exchange_strong(&event->magic, &expected, BP_MAGIC_DEAD))
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_event_destroy: event %p was destroyed",
                             (void *)event);
+    bp_host_funcs_event_destroyed(event);
     event->device->backend->desc->event->destroy(event->handle);
     event->handle = NULL;
     bp_handle_retire(event);
@@ -74,6 +75,7 @@ bp_status bp_event_record(bp_event *event, bp_stream *stream) {
     st = event->device->backend->desc->event->record(event->handle, stream->handle);
     if (st != BP_OK)
         return bp_error_prefix(st, event->device->name);
+    bp_host_funcs_event_recorded(event, stream);
     atomic_store(&event->recorded, true);
     /* Read by bp_event_synchronize: waiting for an event inside an open region would
      * wait for work that has not been issued. */
@@ -85,6 +87,8 @@ bp_status bp_event_query(bp_event *event) {
     bp_status st = bp_event_check(event, "bp_event_query");
     if (st != BP_OK || !atomic_load(&event->recorded))
         return st;
+    if (bp_host_funcs_event_pending(event))
+        return BP_ERR_NOT_READY;
     st = event->device->backend->desc->event->query(event->handle);
     return st == BP_OK || st == BP_ERR_NOT_READY ? st : bp_error_prefix(st, event->device->name);
 }
@@ -97,6 +101,7 @@ bp_status bp_event_synchronize(bp_event *event) {
         return bp_set_error(BP_ERR_INVALID_STATE, "bp_event_synchronize: the event was recorded "
                             "on a stream of %s that is recording a region; end the region "
                             "(bp_region_end) before waiting for it", event->device->name);
+    bp_host_funcs_event_wait(event);
     st = event->device->backend->desc->event->synchronize(event->handle);
     return st == BP_OK ? st : bp_error_prefix(st, event->device->name);
 }
@@ -127,9 +132,12 @@ bp_status bp_event_elapsed_ms(bp_event *start, bp_event *end, float *out_ms) {
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_event_elapsed_ms: start is on %s but end "
                             "on %s", start->device->name, end->device->name);
     const bp_event_vtable *vt = start->device->backend->desc->event;
-    if (vt->query(start->handle) == BP_ERR_NOT_READY || vt->query(end->handle) == BP_ERR_NOT_READY)
+    bool start_done = vt->query(start->handle) != BP_ERR_NOT_READY &&
+                      !bp_host_funcs_event_pending(start);
+    if (!start_done || vt->query(end->handle) == BP_ERR_NOT_READY ||
+        bp_host_funcs_event_pending(end))
         return bp_set_error(BP_ERR_NOT_READY, "bp_event_elapsed_ms: the %s event has not completed",
-                            vt->query(start->handle) == BP_ERR_NOT_READY ? "start" : "end");
+                            start_done ? "end" : "start");
     if (!vt->elapsed_ms)
         return bp_set_error(BP_ERR_UNSUPPORTED, "bp_event_elapsed_ms: backend '%s' cannot time events",
                             start->device->backend->name);

@@ -68,6 +68,7 @@ struct bp_device {
     struct bp_stream *default_stream;
     struct bp_allocator *allocator;
     atomic_int recording;            /* regions open on its streams (dispatcher/region.c) */
+    atomic_uint host_funcs_pending;  /* fallback host functions not yet run (host_func.c) */
 };
 
 /* Initialisation, in two steps: the core (ops, the built-in cpu backend) once, then
@@ -147,6 +148,10 @@ struct bp_stream {
     struct bp_region *region;
     struct bp_stream *region_aux[16];
     int region_aux_count;
+    /* Host functions of the core's fallback (host_func.c): the queue, made at the first
+     * launch, and how many of its functions have not returned yet. */
+    _Atomic(struct bp_host_queue *) host_queue;
+    atomic_uint host_funcs_pending;
 };
 
 struct bp_event {
@@ -157,6 +162,10 @@ struct bp_event {
     atomic_bool recorded;
     /* Recorded on a stream while it recorded a region with this serial (0: not). */
     uint64_t region_serial;
+    /* Recorded after fallback host functions (host_func.c): the stream's queue and the
+     * launch count it must complete before the event does; NULL when none. */
+    _Atomic(struct bp_host_queue *) host_queue;
+    uint64_t host_seq;
 };
 
 /* Validates a stream/event handle: NULL, destroyed (recently) or corrupt. `what` names
@@ -169,6 +178,38 @@ BP_INTERNAL bp_status bp_stream_create_default(bp_device *device, bp_stream **ou
 /* Destroyed stream/event wrappers stay allocated in a bounded quarantine so that a
  * late use finds BP_MAGIC_DEAD instead of freed memory (handle.c). */
 BP_INTERNAL void bp_handle_retire(void *object);
+
+/* ---- host functions (host_func.c) ----
+ * bp_stream_launch_host_func goes to the backend's enqueue_host; without one, to the
+ * core's fallback: a queue and a host thread per stream. The calls below are that
+ * fallback's hooks; each is a no-op (one atomic load) for a stream or event that
+ * never had a fallback host function. */
+
+/* Blocks until the fallback host functions launched on `stream` have returned. */
+BP_INTERNAL void bp_host_funcs_wait_slow(bp_stream *stream);
+/* Called by every core path that hands `stream` new work (kernels, copies, memsets,
+ * waits) right before it does: that work must start after the host functions. */
+static inline void bp_stream_host_funcs_wait(bp_stream *stream) {
+    if (__builtin_expect(atomic_load_explicit(&stream->host_funcs_pending, memory_order_acquire) != 0,
+                         0))
+        bp_host_funcs_wait_slow(stream);
+}
+/* bp_stream_synchronize / destroy: waits as above, then returns (and forgets) the first
+ * failure of the fallback's waits for earlier work, with its message; BP_OK if none. */
+BP_INTERNAL bp_status bp_host_funcs_synchronize(bp_stream *stream);
+/* bp_device_synchronize: waits for the fallback host functions of all its streams. */
+BP_INTERNAL void bp_host_funcs_device_wait(bp_device *device);
+/* bp_stream_destroy, after bp_host_funcs_synchronize: stops the stream's host thread. */
+BP_INTERNAL void bp_host_funcs_stream_destroyed(bp_stream *stream);
+/* bp_event_record (after the backend's record): the event also waits for the host
+ * functions launched on `stream` so far. */
+BP_INTERNAL void bp_host_funcs_event_recorded(bp_event *event, const bp_stream *stream);
+/* Whether host functions the event waits for have not returned yet. */
+BP_INTERNAL bool bp_host_funcs_event_pending(bp_event *event);
+/* Blocks until they have returned. */
+BP_INTERNAL void bp_host_funcs_event_wait(bp_event *event);
+/* bp_event_destroy: drops the event's link to a queue. */
+BP_INTERNAL void bp_host_funcs_event_destroyed(bp_event *event);
 
 /* ---- caching allocator (allocator.c) ---- */
 

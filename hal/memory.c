@@ -164,9 +164,11 @@ static bp_status copy_staged(void *dst, bp_device *dst_device, const void *src,
                                                            BP_COPY_DEVICE_TO_HOST);
     if (st == BP_OK)
         st = bp_stream_synchronize(src_stream);
-    if (st == BP_OK)
+    if (st == BP_OK) {
+        bp_stream_host_funcs_wait(dst_stream);
         st = dst_device->backend->desc->memory->copy_async(dst_stream->handle, dst, staging, size,
                                                            BP_COPY_HOST_TO_DEVICE);
+    }
     if (st == BP_OK)
         st = bp_stream_synchronize(dst_stream);
     free(staging);
@@ -193,6 +195,7 @@ bp_status bp_memory_copy_async(void *dst, bp_device *dst_device, const void *src
         st = bp_region_check_not_recording(stream, what);
     if (st != BP_OK || size == 0)
         return st;
+    bp_stream_host_funcs_wait(stream);
 
     const bp_memory_vtable *vt = stream->device->backend->desc->memory;
     if (!src_device)
@@ -222,6 +225,7 @@ bp_status bp_memory_set_async(bp_device *device, void *ptr, int value, size_t si
         return st;
     if (!ptr)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "%s: ptr is NULL for %zu bytes", what, size);
+    bp_stream_host_funcs_wait(stream);
     st = device->backend->desc->memory->memset_async(stream->handle, ptr, value, size);
     return st == BP_OK ? st : bp_error_prefix(st, device->name);
 }

@@ -79,7 +79,11 @@ bp_status bp_stream_destroy(bp_stream *stream) {
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_stream_destroy: stream %p was destroyed",
                             (void *)stream);
     const bp_stream_vtable *vt = stream->device->backend->desc->stream;
-    st = vt->synchronize(stream->handle);
+    st = bp_host_funcs_synchronize(stream);
+    bp_status backend_st = vt->synchronize(stream->handle);
+    if (st == BP_OK)
+        st = backend_st;
+    bp_host_funcs_stream_destroyed(stream);
     bp_allocator_stream_destroyed(stream->device->allocator, stream);
     vt->destroy(stream->handle);
     stream->handle = NULL;
@@ -115,6 +119,8 @@ bp_status bp_stream_synchronize(bp_stream *stream) {
     bp_status st = bp_stream_check(stream, "bp_stream_synchronize");
     if (st == BP_OK)
         st = bp_region_check_not_recording(stream, "bp_stream_synchronize");
+    if (st == BP_OK)
+        st = bp_host_funcs_synchronize(stream);
     if (st != BP_OK)
         return st;
     st = stream->device->backend->desc->stream->synchronize(stream->handle);
@@ -125,6 +131,8 @@ bp_status bp_stream_query(bp_stream *stream) {
     bp_status st = bp_stream_check(stream, "bp_stream_query");
     if (st != BP_OK)
         return st;
+    if (atomic_load_explicit(&stream->host_funcs_pending, memory_order_acquire) != 0)
+        return BP_ERR_NOT_READY; /* a fallback host function has not returned */
     st = stream->device->backend->desc->stream->query(stream->handle);
     return st == BP_OK || st == BP_ERR_NOT_READY ? st : bp_error_prefix(st, stream->device->name);
 }
@@ -139,6 +147,10 @@ bp_status bp_stream_wait_event(bp_stream *stream, bp_event *event) {
         return BP_OK;
     if (event->device->backend != stream->device->backend)
         return bp_event_synchronize(event);
+    /* The wait is work on `stream`; and a backend cannot wait for the core's host
+     * functions, so the host does (documented with bp_stream_launch_host_func). */
+    bp_stream_host_funcs_wait(stream);
+    bp_host_funcs_event_wait(event);
     st = stream->device->backend->desc->stream->wait_event(stream->handle, event->handle);
     return st == BP_OK ? st : bp_error_prefix(st, stream->device->name);
 }

@@ -1,12 +1,18 @@
 /* device_tour: opens the default device by name and walks through what the HAL offers:
- * properties, streams with priorities, events with timing, cross-stream ordering, the
- * caching allocator, copies, memset and guards. `make demo` runs it; BP_DEVICE=NAME or
+ * properties, streams with priorities, events with timing, cross-stream ordering, a
+ * host function, the caching allocator, copies, memset and guards. `make demo` runs it; BP_DEVICE=NAME or
  * the first argument picks another device. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <backplane/backplane.h>
+
+/* What the host function of the tour checks: the downloaded bytes. */
+typedef struct host_check {
+    const unsigned char *out, *in;
+    size_t wrong;
+} host_check;
 
 #define CHECK(call)                                                                   \
     do {                                                                              \
@@ -19,6 +25,14 @@
     } while (0)
 
 enum { MIB = 1 << 20, SIZE = 64 * MIB };
+
+/* Runs on a host thread after the consumer's download: plain host code, no backplane
+ * calls (bp_stream_launch_host_func says what a host function may do). */
+static void count_wrong_bytes(void *arg) {
+    host_check *c = arg;
+    for (size_t i = 0; i < SIZE; i++)
+        c->wrong += c->out[i] != (i < 4096 ? 0x7f : c->in[i]);
+}
 
 static void print_props(bp_device *dev) {
     bp_device_props p = {.struct_size = sizeof p};
@@ -91,12 +105,15 @@ int main(int argc, char **argv) {
            SIZE / MIB);
     printf("query       consumer stream is %s right after enqueueing\n",
            bp_stream_query(consumer) == BP_OK ? "idle" : "busy");
+    /* A host function after the download: it runs once the bytes are on the host. */
+    host_check check = {host_out, host_in, 0};
+    CHECK(bp_stream_launch_host_func(consumer, count_wrong_bytes, &check));
     CHECK(bp_event_synchronize(done));
+    CHECK(bp_stream_synchronize(consumer));
 
-    size_t wrong = 0;
-    for (size_t i = 0; i < SIZE; i++)
-        wrong += host_out[i] != (i < 4096 ? 0x7f : host_in[i]);
-    printf("verified    %zu of %d bytes as expected\n", (size_t)SIZE - wrong, SIZE);
+    size_t wrong = check.wrong;
+    printf("verified    %zu of %d bytes as expected (by a host function on the consumer)\n",
+           (size_t)SIZE - wrong, SIZE);
     if (timed) {
         float up_ms = 0, total_ms = 0, warm_ms = 0;
         CHECK(bp_event_elapsed_ms(start, uploaded, &up_ms));

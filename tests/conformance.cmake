@@ -26,6 +26,13 @@ endfunction()
 bp_conformance_test(conformance_cpu EXIT 0 ARGS --device cpu --junit JUNIT)
 # A correct plugin that lacks most kernels passes too: what it lacks is skipped.
 bp_conformance_test(conformance_broken EXIT 0 ARGS --device broken --plugin ${bp_broken_plugin} --junit JUNIT)
+# The same plugin without enqueue_host, as a third-party plugin may be: host functions
+# (and the gates the streams/events tests hold streams on) go through the library's
+# fallback, on asynchronous streams.
+bp_conformance_test(conformance_broken_no_host_func EXIT 0
+  EXPECT "PASS  host_funcs\\.order" "PASS  host_funcs\\.held_until_released" "PASS  streams\\.query"
+  ARGS --device broken --plugin ${BP_TEST_PLUGIN_DIR}/broken_no_host_func/libbp_broken.so
+       --junit JUNIT)
 
 # The hpu simulator (backends/hpu), a plugin that compiles whole regions itself: the
 # whole suite, regions group included, with a 2 GiB arena.

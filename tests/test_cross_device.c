@@ -102,12 +102,19 @@ static void test_wait_on_event_of_other_backend(void **state) {
     BP_ASSERT_OK(bp_stream_create(d->cpu, 0, &cs));
     BP_ASSERT_OK(bp_stream_default(d->t0, &ts));
     BP_ASSERT_OK(bp_event_create(d->cpu, BP_EVENT_DEFAULT, &ev));
+    bp_conf_gate gate;
+    bp_conf_gate_init(&gate);
+    BP_ASSERT_OK(bp_conf_gate_hold(&gate, cs));
     for (int i = 0; i < 6; i++)
         BP_ASSERT_OK(bp_memory_set_async(d->cpu, c, i, BIG, cs));
     BP_ASSERT_OK(bp_event_record(ev, cs));
     assert_int_equal(bp_event_query(ev), BP_ERR_NOT_READY);
+    /* The wait blocks this thread until the event completes: open the gate first. */
+    bp_conf_gate_open(&gate);
     BP_ASSERT_OK(bp_stream_wait_event(ts, ev));
     BP_ASSERT_OK(bp_event_query(ev));
+    assert_int_equal(((unsigned char *)c)[BIG - 1], 5); /* the last memset has run */
+    bp_conf_gate_destroy(&gate, 1);
     BP_ASSERT_OK(bp_event_destroy(ev));
     BP_ASSERT_OK(bp_stream_destroy(cs));
     BP_ASSERT_OK(bp_memory_free(d->cpu, c));

@@ -104,13 +104,22 @@ static void test_null_stream_means_current(void **state) {
     BP_ASSERT_OK(bp_memory_alloc(cpu, N, s, &dev));
     bp_stream_guard g;
     BP_ASSERT_OK(bp_stream_guard_begin(&g, s));
-    /* Long work enqueued through the NULL stream lands on s. */
+    /* A gate and work launched through the NULL stream land on s: s is held, and the
+     * default stream is not. */
+    bp_conf_gate gate;
+    bp_conf_gate_init(&gate);
+    BP_ASSERT_OK(bp_conf_gate_hold(&gate, NULL));
     for (int i = 0; i < 8; i++)
         BP_ASSERT_OK(bp_memory_set_async(cpu, dev, i, N, NULL));
     bp_status q = bp_stream_query(s);
     bp_stream_guard_end(&g);
-    assert_true(q == BP_OK || q == BP_ERR_NOT_READY);
+    assert_int_equal(q, BP_ERR_NOT_READY);
+    bp_stream *def = NULL;
+    BP_ASSERT_OK(bp_stream_default(cpu, &def));
+    BP_ASSERT_OK(bp_stream_synchronize(def)); /* would hang if the gate were on it */
+    bp_conf_gate_open(&gate);
     BP_ASSERT_OK(bp_stream_synchronize(s));
+    bp_conf_gate_destroy(&gate, 1);
     unsigned char last = 0;
     BP_ASSERT_OK(bp_memory_copy_async(&last, NULL, (char *)dev + N - 1, cpu, 1, s));
     BP_ASSERT_OK(bp_stream_synchronize(s));

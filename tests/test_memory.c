@@ -17,10 +17,6 @@
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
-/* Memsets of BUSY_SIZE bytes, BUSY_REPEAT times: tens of milliseconds of stream work,
- * far longer than the few calls a test makes while it must still be running. */
-#define BUSY_SIZE (4 * MIB)
-#define BUSY_REPEAT 128
 
 static bp_memory_stats stats_of(bp_device *dev) {
     bp_memory_stats s;
@@ -56,16 +52,14 @@ static bp_stream *new_stream(bp_device *dev) {
     return s;
 }
 
-/* Enqueues tens of milliseconds of work on `stream` that ends by writing `size` bytes
- * at `ptr`: far longer than the few calls a test makes while it must still run. A
- * smaller block gets the long work in a large scratch block of the same stream. */
-static void keep_busy(bp_device *dev, bp_stream *stream, void *ptr, size_t size) {
-    void *scratch = size >= BUSY_SIZE ? ptr : dev_alloc(dev, BUSY_SIZE, stream);
-    for (int i = 0; i < BUSY_REPEAT; i++)
-        BP_ASSERT_OK(bp_memory_set_async(dev, scratch, i, BUSY_SIZE, stream));
+/* Holds `stream` on `gate` (initialised here; the test opens and destroys it with one
+ * holder) and enqueues after it a memset of `size` bytes at `ptr` to 0x77: work that is
+ * certainly still queued until the test opens the gate. */
+static void keep_busy(bp_device *dev, bp_stream *stream, bp_conf_gate *gate, void *ptr,
+                      size_t size) {
+    bp_conf_gate_init(gate);
+    BP_ASSERT_OK(bp_conf_gate_hold(gate, stream));
     BP_ASSERT_OK(bp_memory_set_async(dev, ptr, 0x77, size, stream));
-    if (scratch != ptr)
-        BP_ASSERT_OK(bp_memory_free(dev, scratch)); /* same stream: safe with work queued */
 }
 
 static void assert_bytes(const unsigned char *got, const unsigned char *want, size_t size) {
@@ -337,7 +331,8 @@ static void test_same_stream_reuse(void **state) {
     bp_stream *s = new_stream(dev);
     void *p = dev_alloc(dev, 4096, s);
     /* Work still queued on s may use p: reuse on s is safe all the same. */
-    keep_busy(dev, s, p, 4096);
+    bp_conf_gate gate;
+    keep_busy(dev, s, &gate, p, 4096);
     BP_ASSERT_OK(bp_memory_free(dev, p));
     bp_memory_stats s0 = stats_of(dev);
     void *q = dev_alloc(dev, 4096, s);
@@ -345,6 +340,8 @@ static void test_same_stream_reuse(void **state) {
     assert_ptr_equal(q, p);
     assert_int_equal(s1.cache_hits - s0.cache_hits, 1);
     assert_int_equal(s1.num_backend_allocs, s0.num_backend_allocs);
+    assert_int_equal(bp_stream_query(s), BP_ERR_NOT_READY);
+    bp_conf_gate_destroy(&gate, 1);
     BP_ASSERT_OK(bp_memory_free(dev, q));
     BP_ASSERT_OK(bp_stream_destroy(s));
     BP_ASSERT_OK(bp_memory_empty_cache(dev));
@@ -358,19 +355,19 @@ static void test_cross_stream_reuse_waits(void **state) {
         /* A large segment, then a small one (1 MiB: two fill a segment). */
         size_t size = round == 0 ? 4 * MIB : MIB;
         void *p = dev_alloc(dev, size, a);
-        keep_busy(dev, a, p, size);
+        bp_conf_gate gate;
+        keep_busy(dev, a, &gate, p, size);
         BP_ASSERT_OK(bp_memory_free(dev, p));
         void *q = dev_alloc(dev, size, b);
         /* Fills the rest of q's small segment, so that b's own pool is empty again. */
         void *fill = round == 1 ? dev_alloc(dev, size, b) : NULL;
-        /* Checked after the allocs: a still busy now was busy during them. */
-        if (bp_stream_query(a) == BP_ERR_NOT_READY) {
-            assert_ptr_not_equal(q, p);
-            assert_ptr_not_equal(fill, p);
-        } else {
-            print_message("stream a finished early; cannot check the busy case\n");
-        }
+        /* a is held on the gate: p's memory is still in use there. */
+        assert_int_equal(bp_stream_query(a), BP_ERR_NOT_READY);
+        assert_ptr_not_equal(q, p);
+        assert_ptr_not_equal(fill, p);
+        bp_conf_gate_open(&gate);
         BP_ASSERT_OK(bp_stream_synchronize(a));
+        bp_conf_gate_destroy(&gate, 1);
         bp_memory_stats s0 = stats_of(dev);
         void *r = dev_alloc(dev, size, b);
         bp_memory_stats s1 = stats_of(dev);
@@ -396,15 +393,16 @@ static void test_record_stream_delays_reuse(void **state) {
     BP_ASSERT_OK(bp_memory_record_stream(dev, p, b));
     BP_ASSERT_OK(bp_memory_record_stream(dev, p, b)); /* twice is once */
     BP_ASSERT_OK(bp_memory_record_stream(dev, p, a)); /* its own stream: no-op */
-    keep_busy(dev, b, p, 4 * MIB);
+    bp_conf_gate gate;
+    keep_busy(dev, b, &gate, p, 4 * MIB);
     BP_ASSERT_OK(bp_memory_free(dev, p));
     assert_int_equal(stats_of(dev).allocated_bytes, 0);
     void *q = dev_alloc(dev, 4 * MIB, a);
-    if (bp_stream_query(b) == BP_ERR_NOT_READY)
-        assert_ptr_not_equal(q, p);
-    else
-        print_message("stream b finished early; cannot check the busy case\n");
+    assert_int_equal(bp_stream_query(b), BP_ERR_NOT_READY); /* held on the gate */
+    assert_ptr_not_equal(q, p);
+    bp_conf_gate_open(&gate);
     BP_ASSERT_OK(bp_stream_synchronize(b));
+    bp_conf_gate_destroy(&gate, 1);
     void *r = dev_alloc(dev, 4 * MIB, a);
     assert_ptr_equal(r, p);
     BP_ASSERT_OK(bp_memory_free(dev, q));
@@ -420,8 +418,11 @@ static void test_record_stream_destroyed_stream(void **state) {
     bp_stream *b = new_stream(dev);
     void *p = dev_alloc(dev, 4096, NULL);
     BP_ASSERT_OK(bp_memory_record_stream(dev, p, b));
-    keep_busy(dev, b, p, 4096);
+    bp_conf_gate gate;
+    keep_busy(dev, b, &gate, p, 4096);
+    bp_conf_gate_open(&gate); /* the memset after it may still be queued */
     BP_ASSERT_OK(bp_stream_destroy(b)); /* waits for b: nothing left to wait for */
+    bp_conf_gate_destroy(&gate, 1);
     BP_ASSERT_OK(bp_memory_free(dev, p));
     void *q = dev_alloc(dev, 4096, NULL);
     assert_ptr_equal(q, p);
@@ -486,14 +487,19 @@ static void test_empty_cache(void **state) {
     /* A segment another stream still works on is released only after that work. */
     bp_stream *s = new_stream(dev);
     void *busy = dev_alloc(dev, 4 * MIB, s);
-    keep_busy(dev, s, busy, 4 * MIB);
+    bp_conf_gate gate;
+    keep_busy(dev, s, &gate, busy, 4 * MIB);
     unsigned char *out = calloc(1, 4 * MIB), *expect = malloc(4 * MIB);
     assert_non_null(out);
     assert_non_null(expect);
-    memset(expect, 0x77, 4 * MIB); /* what keep_busy writes last */
+    memset(expect, 0x77, 4 * MIB); /* what keep_busy writes */
     BP_ASSERT_OK(bp_memory_copy_async(out, NULL, busy, dev, 4 * MIB, s));
     BP_ASSERT_OK(bp_memory_free(dev, busy));
+    assert_int_equal(bp_stream_query(s), BP_ERR_NOT_READY);
+    /* empty_cache must wait for s, so the gate opens first (the work may still run). */
+    bp_conf_gate_open(&gate);
     BP_ASSERT_OK(bp_memory_empty_cache(dev));
+    bp_conf_gate_destroy(&gate, 1);
     /* The copy enqueued before the free has run: empty_cache waited for it. */
     assert_bytes(out, expect, 4 * MIB);
     assert_int_equal(stats_of(dev).reserved_bytes, 0);

@@ -8,6 +8,10 @@
 #include <unistd.h>
 #include <backplane/backplane.h>
 
+/* bp_conf_gate: holds a stream on a host function until the test opens it, so a test
+ * sees work "still running" without depending on timing (shared with bp-conformance). */
+#include "gate.h"
+
 /* Asserts that `expr` returns BP_OK; on failure prints the status and bp_last_error(). */
 #define BP_ASSERT_OK(expr)                                                                 \
     do {                                                                                   \

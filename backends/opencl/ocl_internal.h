@@ -83,6 +83,7 @@ struct ocl_stream {
     pthread_mutex_t lock;      /* held across an enqueue and the update of `last` */
     cl_event last;             /* the latest command enqueued, or NULL */
     ocl_stream *next;
+    struct ocl_host_thread *host; /* runs its host functions; made at the first (ocl_host_func.c) */
 };
 
 typedef struct ocl_event {
@@ -121,6 +122,15 @@ bp_status ocl_device_synchronize(ocl_device *dev);
 /* After an enqueue on s (s->lock held): `ev` (owned, may be NULL) becomes the stream's
  * latest command, and the queue is flushed so that the work starts. */
 void ocl_stream_push_locked(ocl_stream *s, cl_event ev);
+
+/* ---- ocl_host_func.c ---- */
+
+/* The stream vtable's enqueue_host: fn(arg) runs on the stream's host thread after a
+ * marker of the earlier work completes; a barrier on a user event, which the thread
+ * completes after fn, holds the later commands of the in-order queue. */
+bp_status ocl_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg);
+/* stream_destroy (after synchronize: no host function pending): stops the thread. */
+void ocl_host_thread_stop(ocl_stream *s);
 
 /* ---- errors ---- */
 

@@ -9,7 +9,8 @@
  * event held (waits already enqueued keep their own reference to the old one). Timing
  * reads the markers' CL_PROFILING_COMMAND_END. A wait between queues of one context is
  * a barrier on the marker; across contexts (two devices) a user event of the waiting
- * context is completed by a callback of the marker, so neither blocks the host. */
+ * context is completed by a callback of the marker, so neither blocks the host.
+ * Host functions are in ocl_host_func.c. */
 #include "ocl_internal.h"
 
 #include <stdlib.h>
@@ -63,6 +64,7 @@ static void stream_destroy(void *stream) {
         *link = s->next;
     pthread_mutex_unlock(&dev->streams_lock);
     api->clFinish(s->queue);
+    ocl_host_thread_stop(s);
     if (s->last)
         api->clReleaseEvent(s->last);
     api->clReleaseCommandQueue(s->queue);
@@ -314,7 +316,7 @@ const bp_stream_vtable ocl_stream_vtable = {
     .synchronize = stream_synchronize,
     .query = stream_query,
     .wait_event = stream_wait_event,
-    .enqueue_host = NULL,
+    .enqueue_host = ocl_stream_enqueue_host,
 };
 
 const bp_event_vtable ocl_event_vtable = {

@@ -54,6 +54,49 @@ BP_API bp_status bp_stream_query(bp_stream *stream);
  *  never recorded is a no-op, as in CUDA. */
 BP_API bp_status bp_stream_wait_event(bp_stream *stream, bp_event *event);
 
+/** A host function for bp_stream_launch_host_func: called once with the `arg` given
+ *  at launch. */
+typedef void (*bp_host_fn)(void *arg);
+
+/** Enqueues a host function on `stream` (cudaLaunchHostFunc / hipLaunchHostFunc):
+ *  fn(arg) runs once on a host thread of the library after all work enqueued on the
+ *  stream before this call has completed, and work enqueued on the stream after it
+ *  (kernels, copies, memsets, event records, waits, other host functions) does not
+ *  start before fn has returned. bp_stream_query says BP_ERR_NOT_READY and
+ *  bp_stream_synchronize, bp_device_synchronize and an event recorded after it wait
+ *  until fn has returned. Host functions of one stream run in launch order; those of
+ *  different streams may run concurrently or one after another.
+ *
+ *  What fn may do: plain host code: compute, read and write host memory (including
+ *  results that earlier work on the stream copied to the host), signal other threads
+ *  (condition variables, semaphores, pipes), and block for a while, which holds back
+ *  the stream's later work. What fn must not do: call backplane for any device or
+ *  stream (enqueue, synchronize, query, allocate, free, record or wait): it may run on
+ *  the thread that executes the stream's work, so such a call can deadlock; nor wait
+ *  for something that only later work on this stream would produce.
+ *
+ *  A NULL `stream` means the calling thread's current stream of its current device
+ *  (bp_current_stream(bp_current_device())). `arg` is passed through untouched; the
+ *  caller keeps ownership of what it points to and must keep it alive until fn ran.
+ *  Thread safety: may be called from any thread, as the other stream calls.
+ *
+ *  Backends: a backend with a native host-function queue (cpu, hpu, opencl, cuda) runs
+ *  fn from its own queue, and the calling thread never blocks. For a backend plugin
+ *  without one (a plugin whose stream table has no enqueue_host) the library falls
+ *  back to an event and a host thread: fn runs on a library thread once an event
+ *  recorded at the launch has completed, and until fn has returned, any call that hands
+ *  the stream new work (a kernel, copy, memset, stream wait) blocks the calling thread
+ *  first; launching more host functions and recording events do not block (an event
+ *  recorded meanwhile completes only after fn, and a timing event's timestamp is taken
+ *  when the device work before it ends, not counting host functions). A
+ *  bp_stream_wait_event on such an event, from any stream, blocks the calling thread
+ *  until those host functions have run.
+ *
+ *  Errors: BP_ERR_INVALID_ARGUMENT for a NULL fn, a destroyed or invalid stream, or no
+ *  current device; BP_ERR_INVALID_STATE while the stream records a region (a region
+ *  records kernels only); BP_ERR_OUT_OF_MEMORY; backend errors. */
+BP_API bp_status bp_stream_launch_host_func(bp_stream *stream, bp_host_fn fn, void *arg);
+
 /** Event creation flags. */
 enum {
     BP_EVENT_DEFAULT = 0,

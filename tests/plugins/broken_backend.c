@@ -22,7 +22,11 @@
  *   query_hang        stream query never returns
  *
  * BROKEN_GUARD_ABI_1_0 builds a copy that declares ABI 1.1 and a guard table of the
- * 1.0 size: the host must not see its get_current (the loader tests). */
+ * 1.0 size: the host must not see its get_current (the loader tests).
+ *
+ * BROKEN_NO_HOST_FUNC builds a copy whose stream table has no enqueue_host, as a
+ * third-party plugin may: its streams are asynchronous, so bp_stream_launch_host_func
+ * takes the core's fallback (an event and a host thread) for real. */
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -301,10 +305,12 @@ static bp_status broken_stream_wait_event(void *stream, void *event) {
     return s->device->backend->cpu->stream->wait_event(s->cpu, ((broken_event *)event)->cpu);
 }
 
+#ifndef BROKEN_NO_HOST_FUNC
 static bp_status broken_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg) {
     broken_stream *s = stream;
     return s->device->backend->cpu->stream->enqueue_host(s->cpu, fn, arg);
 }
+#endif
 
 /* ---- events ---- */
 
@@ -832,7 +838,9 @@ static const bp_stream_vtable broken_stream_vtable = {
     .synchronize = broken_stream_synchronize,
     .query = broken_stream_query,
     .wait_event = broken_stream_wait_event,
+#ifndef BROKEN_NO_HOST_FUNC
     .enqueue_host = broken_stream_enqueue_host,
+#endif
 };
 
 static const bp_event_vtable broken_event_vtable = {

@@ -1,0 +1,168 @@
+/* opencl: host functions on streams (the stream vtable's enqueue_host).
+ *
+ * OpenCL has no host-function command, so each launch enqueues, under the stream's
+ * lock: a marker (it completes when the work before it has), then a barrier waiting on
+ * a new user event, which holds every later command of the in-order queue. A host
+ * thread of the stream, made at its first host function, takes the launches in order,
+ * waits for the marker, runs fn, and then completes the user event, which releases the
+ * queue. fn runs on that thread rather than in a marker callback because it may block
+ * (a test's gate), and callbacks run on the ICD's own thread, which must not block.
+ * A failed marker still runs fn (it may be what another thread waits for) and fails the
+ * user event with the marker's status, so the error reaches the later commands and the
+ * stream's synchronize. */
+#include "ocl_internal.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+
+typedef struct host_job {
+    void (*fn)(void *arg);
+    void *arg;
+    cl_event marker; /* the work before the launch */
+    cl_event user;   /* completed after fn: the barrier after the launch waits on it */
+    struct host_job *next;
+} host_job;
+
+typedef struct ocl_host_thread {
+    pthread_mutex_t lock;
+    pthread_cond_t work;
+    host_job *head, *tail;
+    bool stop;
+    pthread_t thread;
+} ocl_host_thread;
+
+/* The marker's final status: CL_COMPLETE, or the negative error of a failed command. */
+static cl_int marker_status(const ocl_api *api, cl_event marker) {
+    api->clWaitForEvents(1, &marker);
+    cl_int status = CL_COMPLETE;
+    cl_int err = api->clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                                     &status, NULL);
+    return err != CL_SUCCESS ? err : status < 0 ? status : CL_COMPLETE;
+}
+
+static void *host_thread_main(void *p) {
+    ocl_stream *s = p;
+    ocl_host_thread *t = s->host;
+    const ocl_api *api = &s->device->backend->api;
+    pthread_mutex_lock(&t->lock);
+    for (;;) {
+        while (!t->head && !t->stop)
+            pthread_cond_wait(&t->work, &t->lock);
+        host_job *job = t->head;
+        if (!job)
+            break;
+        t->head = job->next;
+        if (!t->head)
+            t->tail = NULL;
+        pthread_mutex_unlock(&t->lock);
+        cl_int status = marker_status(api, job->marker);
+        job->fn(job->arg);
+        api->clSetUserEventStatus(job->user, status);
+        api->clReleaseEvent(job->marker);
+        api->clReleaseEvent(job->user);
+        free(job);
+        pthread_mutex_lock(&t->lock);
+    }
+    pthread_mutex_unlock(&t->lock);
+    return NULL;
+}
+
+/* The stream's host thread, started on first use. Call with s->lock held. */
+static bp_status host_thread(ocl_stream *s, ocl_host_thread **out) {
+    if (s->host) {
+        *out = s->host;
+        return BP_OK;
+    }
+    ocl_device *dev = s->device;
+    ocl_host_thread *t = calloc(1, sizeof *t);
+    if (!t)
+        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
+                                             "opencl:%d: out of host memory for a host thread",
+                                             dev->index);
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->work, NULL);
+    s->host = t;
+    int err = pthread_create(&t->thread, NULL, host_thread_main, s);
+    if (err != 0) {
+        s->host = NULL;
+        pthread_cond_destroy(&t->work);
+        pthread_mutex_destroy(&t->lock);
+        free(t);
+        return dev->backend->host->set_error(BP_ERR_BACKEND,
+                                             "opencl:%d: cannot start a stream's host thread "
+                                             "(pthread_create: error %d)",
+                                             dev->index, err);
+    }
+    *out = t;
+    return BP_OK;
+}
+
+bp_status ocl_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg) {
+    ocl_stream *s = stream;
+    ocl_device *dev = s->device;
+    const ocl_api *api = &dev->backend->api;
+    if (!fn)
+        return dev->backend->host->set_error(BP_ERR_INVALID_ARGUMENT,
+                                             "opencl:%d: enqueue_host: fn is NULL", dev->index);
+    host_job *job = calloc(1, sizeof *job);
+    if (!job)
+        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
+                                             "opencl:%d: out of host memory for a host function",
+                                             dev->index);
+    job->fn = fn;
+    job->arg = arg;
+    cl_int err = CL_SUCCESS;
+    job->user = api->clCreateUserEvent(dev->context, &err);
+    if (!job->user) {
+        free(job);
+        return ocl_fail(dev, err, "host function (clCreateUserEvent)");
+    }
+    ocl_host_thread *t = NULL;
+    cl_event barrier = NULL;
+    pthread_mutex_lock(&s->lock);
+    bp_status st = host_thread(s, &t);
+    const char *failed = NULL;
+    if (st == BP_OK) {
+        err = api->clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &job->marker);
+        failed = err != CL_SUCCESS ? "host function (clEnqueueMarkerWithWaitList)" : NULL;
+    }
+    if (st == BP_OK && !failed) {
+        err = api->clEnqueueBarrierWithWaitList(s->queue, 1, &job->user, &barrier);
+        failed = err != CL_SUCCESS ? "host function (clEnqueueBarrierWithWaitList)" : NULL;
+    }
+    if (st == BP_OK && !failed) {
+        ocl_stream_push_locked(s, barrier); /* flushes: the marker can complete */
+        pthread_mutex_lock(&t->lock);
+        if (t->tail)
+            t->tail->next = job;
+        else
+            t->head = job;
+        t->tail = job;
+        pthread_cond_signal(&t->work);
+        pthread_mutex_unlock(&t->lock);
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (st == BP_OK && !failed)
+        return BP_OK;
+    if (job->marker) /* enqueued, but no barrier waits on the user event */
+        api->clReleaseEvent(job->marker);
+    api->clSetUserEventStatus(job->user, CL_COMPLETE);
+    api->clReleaseEvent(job->user);
+    free(job);
+    return failed ? ocl_fail(dev, err, failed) : st;
+}
+
+void ocl_host_thread_stop(ocl_stream *s) {
+    ocl_host_thread *t = s->host;
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->lock);
+    t->stop = true;
+    pthread_cond_signal(&t->work);
+    pthread_mutex_unlock(&t->lock);
+    pthread_join(t->thread, NULL);
+    pthread_cond_destroy(&t->work);
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+    s->host = NULL;
+}

@@ -1,0 +1,50 @@
+/* A gate that holds streams on a host function (gate.h). */
+#include "gate.h"
+
+void bp_conf_gate_init(bp_conf_gate *gate) {
+    pthread_mutex_init(&gate->lock, NULL);
+    pthread_cond_init(&gate->changed, NULL);
+    gate->open = false;
+    gate->entered = 0;
+    gate->left = 0;
+}
+
+static void gate_wait(void *arg) {
+    bp_conf_gate *gate = arg;
+    pthread_mutex_lock(&gate->lock);
+    gate->entered++;
+    pthread_cond_broadcast(&gate->changed);
+    while (!gate->open)
+        pthread_cond_wait(&gate->changed, &gate->lock);
+    gate->left++;
+    pthread_cond_broadcast(&gate->changed);
+    pthread_mutex_unlock(&gate->lock);
+}
+
+bp_status bp_conf_gate_hold(bp_conf_gate *gate, bp_stream *stream) {
+    return bp_stream_launch_host_func(stream, gate_wait, gate);
+}
+
+void bp_conf_gate_open(bp_conf_gate *gate) {
+    pthread_mutex_lock(&gate->lock);
+    gate->open = true;
+    pthread_cond_broadcast(&gate->changed);
+    pthread_mutex_unlock(&gate->lock);
+}
+
+void bp_conf_gate_wait_entered(bp_conf_gate *gate, int n) {
+    pthread_mutex_lock(&gate->lock);
+    while (gate->entered < n)
+        pthread_cond_wait(&gate->changed, &gate->lock);
+    pthread_mutex_unlock(&gate->lock);
+}
+
+void bp_conf_gate_destroy(bp_conf_gate *gate, int holders) {
+    bp_conf_gate_open(gate);
+    pthread_mutex_lock(&gate->lock);
+    while (gate->left < holders)
+        pthread_cond_wait(&gate->changed, &gate->lock);
+    pthread_mutex_unlock(&gate->lock);
+    pthread_cond_destroy(&gate->changed);
+    pthread_mutex_destroy(&gate->lock);
+}

@@ -1,0 +1,40 @@
+/* A gate: a host function that holds streams until the caller opens it, so that a test
+ * can see work "still running" without depending on timing. The unit tests in tests/
+ * use it too (tests/test_util.h). Public API only; no cmocka. */
+#ifndef BP_CONF_GATE_H
+#define BP_CONF_GATE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include <backplane/backplane.h>
+
+/* Initialise with bp_conf_gate_init; the fields are private. */
+typedef struct bp_conf_gate {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    bool open;
+    int entered; /* holders whose host function has started: their earlier work is done */
+    int left;    /* holders whose host function has returned */
+} bp_conf_gate;
+
+/* A closed gate. */
+void bp_conf_gate_init(bp_conf_gate *gate);
+
+/* Enqueues on `stream` (NULL: the thread's current stream of its current device) a host
+ * function that blocks until the gate opens: later work on the stream waits for it.
+ * Returns what bp_stream_launch_host_func returned. A gate may hold many streams. */
+bp_status bp_conf_gate_hold(bp_conf_gate *gate, bp_stream *stream);
+
+/* Opens the gate for good: every holder, running or still queued, returns. */
+void bp_conf_gate_open(bp_conf_gate *gate);
+
+/* Blocks until `n` holders have started, i.e. the work before each of them completed. */
+void bp_conf_gate_wait_entered(bp_conf_gate *gate, int n);
+
+/* Opens the gate, waits until `holders` holders have returned, and frees it. Call it
+ * with the number of successful bp_conf_gate_hold calls, so that no host function
+ * still uses the gate. */
+void bp_conf_gate_destroy(bp_conf_gate *gate, int holders);
+
+#endif
