@@ -14,6 +14,9 @@ set(bp_cuda_env "BP_PLUGIN_PATH=;BP_PLUGINS=;BP_AUTOLOAD=;BP_DEVICE=;BP_CUDA_LIB
 # On a GPU: the backend's HAL pieces and regions as graphs (test_cuda.c).
 bp_add_test(test_cuda WRAPPED_BY ${bp_cuda_skip} SOURCES cuda/test_cuda.c test_util.c)
 add_dependencies(test_cuda bp_cuda)
+# The one test that needs two GPUs, as its own entry: skipped with one GPU, while
+# test_cuda reports the rest as run.
+add_test(NAME test_cuda_peer_copy COMMAND ${bp_cuda_skip} $<TARGET_FILE:test_cuda> test_peer_copy)
 # The whole conformance suite on cuda:0, and the demo on cuda:0 within tolerance.
 add_test(NAME conformance_cuda COMMAND ${bp_cuda_skip} ${CMAKE_COMMAND}
   -DEXE=$<TARGET_FILE:bp-conformance> -DARGS=--device\;cuda:0\;--junit\;JUNIT -DEXIT=0
@@ -21,7 +24,8 @@ add_test(NAME conformance_cuda COMMAND ${bp_cuda_skip} ${CMAKE_COMMAND}
   -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
 add_test(NAME demo_sliced_attention_cuda COMMAND ${bp_cuda_skip}
   $<TARGET_FILE:sliced_attention> --device cuda:0)
-set_tests_properties(test_cuda conformance_cuda demo_sliced_attention_cuda PROPERTIES
+set_tests_properties(test_cuda test_cuda_peer_copy conformance_cuda demo_sliced_attention_cuda
+  PROPERTIES
   ENVIRONMENT "${bp_cuda_env}" SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION "skipped: "
   TIMEOUT 900 LABELS cuda)
 set_tests_properties(demo_sliced_attention_cuda PROPERTIES PASS_REGULAR_EXPRESSION
