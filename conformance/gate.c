@@ -48,3 +48,10 @@ void bp_conf_gate_destroy(bp_conf_gate *gate, int holders) {
     pthread_cond_destroy(&gate->changed);
     pthread_mutex_destroy(&gate->lock);
 }
+
+void bp_conf_take_step(void *step) {
+    bp_conf_step *st = step;
+    if (st->seq->next != st->index)
+        st->seq->wrong++;
+    st->seq->next = st->index + 1;
+}

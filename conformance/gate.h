@@ -37,4 +37,20 @@ void bp_conf_gate_wait_entered(bp_conf_gate *gate, int n);
  * still uses the gate. */
 void bp_conf_gate_destroy(bp_conf_gate *gate, int holders);
 
+/* Host functions that check their own order: the function of the step with index i
+ * counts itself wrong unless it is the i-th of its sequence to run. The host functions
+ * of one stream run one at a time, so the fields need no lock. */
+typedef struct bp_conf_sequence {
+    int next;  /* the index of the step expected next */
+    int wrong; /* steps that found another value than their index */
+} bp_conf_sequence;
+
+typedef struct bp_conf_step {
+    bp_conf_sequence *seq;
+    int index;
+} bp_conf_step;
+
+/* A bp_host_fn: `step` is a bp_conf_step. */
+void bp_conf_take_step(void *step);
+
 #endif

@@ -113,39 +113,22 @@ static void test_held_until_released(void **state) {
 /* Host functions of one stream run in launch order, with several streams at once. */
 enum { STREAMS = 4, CALLS = 200 };
 
-typedef struct sequence {
-    int next;  /* touched only by the stream's host functions, which run one at a time */
-    int wrong; /* calls that found another value than their index */
-} sequence;
-
-typedef struct step {
-    sequence *seq;
-    int index;
-} step;
-
-static void take_step(void *arg) {
-    step *st = arg;
-    if (st->seq->next != st->index)
-        st->seq->wrong++;
-    st->seq->next = st->index + 1;
-}
-
 static void test_many_in_order(void **state) {
     (void)state;
     bp_stream *s[STREAMS];
-    sequence seq[STREAMS];
-    step *steps = calloc(STREAMS * CALLS, sizeof *steps);
+    bp_conf_sequence seq[STREAMS];
+    bp_conf_step *steps = calloc(STREAMS * CALLS, sizeof *steps);
     if (!steps)
         fail_msg("out of host memory");
     for (int k = 0; k < STREAMS; k++) {
         s[k] = bp_conf_stream();
-        seq[k] = (sequence){0, 0};
+        seq[k] = (bp_conf_sequence){0, 0};
     }
     bp_status st = BP_OK;
     for (int i = 0; i < CALLS && st == BP_OK; i++)
         for (int k = 0; k < STREAMS && st == BP_OK; k++) {
-            steps[k * CALLS + i] = (step){&seq[k], i};
-            st = bp_stream_launch_host_func(s[k], take_step, &steps[k * CALLS + i]);
+            steps[k * CALLS + i] = (bp_conf_step){&seq[k], i};
+            st = bp_stream_launch_host_func(s[k], bp_conf_take_step, &steps[k * CALLS + i]);
         }
     BP_CONF_OK(bp_device_synchronize(bp_conf.device));
     free(steps);

@@ -140,8 +140,7 @@ void bp_loader_note(int i, const char *fmt, ...) {
     r->notes = grown;
 }
 
-__attribute__((format(printf, 4, 5))) static bp_status fail(char *why, size_t n, bp_status status,
-                                                            const char *fmt, ...) {
+bp_status bp_loader_reason(char *why, size_t n, bp_status status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, n, fmt, ap);
@@ -166,10 +165,10 @@ static bool valid_name(const char *s) {
 static bp_status check_table(const void *table, size_t min_size, const char *what, char *why,
                              size_t n) {
     if (!table)
-        return fail(why, n, BP_ERR_INVALID_ARGUMENT, "required %s vtable is NULL", what);
+        return bp_loader_reason(why, n, BP_ERR_INVALID_ARGUMENT, "required %s vtable is NULL", what);
     uint32_t size = *(const uint32_t *)table;
     if (size < min_size)
-        return fail(why, n, BP_ERR_ABI_MISMATCH,
+        return bp_loader_reason(why, n, BP_ERR_ABI_MISMATCH,
                     "plugin built against an older header: %s vtable is %u bytes, at least "
                     "%zu expected",
                     what, size, min_size);
@@ -179,7 +178,7 @@ static bp_status check_table(const void *table, size_t min_size, const char *wha
 #define REQUIRE_FN(table, fn)                                                                      \
     do {                                                                                           \
         if (!d->table->fn)                                                                         \
-            return fail(why, n, BP_ERR_INVALID_ARGUMENT,                                           \
+            return bp_loader_reason(why, n, BP_ERR_INVALID_ARGUMENT,                                           \
                         "required function " #table "->" #fn " is NULL");                          \
     } while (0)
 
@@ -195,53 +194,53 @@ static bp_status check_table(const void *table, size_t min_size, const char *wha
 static bp_status check_descriptor(const bp_plugin_descriptor *d, bool builtin, char *why,
                                   size_t n) {
     if (d->struct_size < BP_STRUCT_END(bp_plugin_descriptor, abi_minor))
-        return fail(why, n, BP_ERR_ABI_MISMATCH,
+        return bp_loader_reason(why, n, BP_ERR_ABI_MISMATCH,
                     "plugin built against an older header: descriptor is %u bytes, at least "
                     "%zu expected",
                     d->struct_size, BP_PLUGIN_DESCRIPTOR_SIZE_1_0);
     if (d->abi_major != BP_PLUGIN_ABI_MAJOR)
-        return fail(why, n, BP_ERR_ABI_MISMATCH,
+        return bp_loader_reason(why, n, BP_ERR_ABI_MISMATCH,
                     "plugin ABI %u.%u but this host needs ABI %d.x (x >= %d); rebuild the "
                     "plugin against this backplane's <backplane/plugin.h>",
                     d->abi_major, d->abi_minor, BP_PLUGIN_ABI_MAJOR, BP_PLUGIN_ABI_MINOR_REQUIRED);
     if (d->struct_size < BP_PLUGIN_DESCRIPTOR_SIZE_1_0)
-        return fail(why, n, BP_ERR_ABI_MISMATCH,
+        return bp_loader_reason(why, n, BP_ERR_ABI_MISMATCH,
                     "plugin built against an older header: descriptor is %u bytes, at least "
                     "%zu expected",
                     d->struct_size, BP_PLUGIN_DESCRIPTOR_SIZE_1_0);
     if (d->abi_minor < host_abi_minor_required)
-        return fail(why, n, BP_ERR_ABI_MISMATCH,
+        return bp_loader_reason(why, n, BP_ERR_ABI_MISMATCH,
                     "plugin ABI %u.%u is older than this host supports: it needs ABI %d.x "
                     "(x >= %d)",
                     d->abi_major, d->abi_minor, BP_PLUGIN_ABI_MAJOR, BP_PLUGIN_ABI_MINOR_REQUIRED);
 
     if (!d->name)
-        return fail(why, n, BP_ERR_INVALID_ARGUMENT, "plugin name is NULL");
+        return bp_loader_reason(why, n, BP_ERR_INVALID_ARGUMENT, "plugin name is NULL");
     if (!valid_name(d->name))
-        return fail(why, n, BP_ERR_INVALID_ARGUMENT,
+        return bp_loader_reason(why, n, BP_ERR_INVALID_ARGUMENT,
                     "invalid plugin name '%.40s': it must match [a-z][a-z0-9_]* and have at "
                     "most %d characters",
                     d->name, BP_BACKEND_NAME_MAX - 1);
     if (!builtin && strcmp(d->name, "cpu") == 0)
-        return fail(why, n, BP_ERR_INVALID_ARGUMENT,
+        return bp_loader_reason(why, n, BP_ERR_INVALID_ARGUMENT,
                     "name 'cpu' is reserved for the built-in backend");
     if (!d->version)
-        return fail(why, n, BP_ERR_INVALID_ARGUMENT, "plugin version is NULL");
+        return bp_loader_reason(why, n, BP_ERR_INVALID_ARGUMENT, "plugin version is NULL");
     if (d->aliases) {
         int count = 0;
         for (const char *const *a = d->aliases; *a; a++, count++) {
             if (count == BP_MAX_ALIASES)
-                return fail(why, n, BP_ERR_INVALID_ARGUMENT,
+                return bp_loader_reason(why, n, BP_ERR_INVALID_ARGUMENT,
                             "more than %d aliases (is the list NULL-terminated?)", BP_MAX_ALIASES);
             if (!valid_name(*a))
-                return fail(why, n, BP_ERR_INVALID_ARGUMENT,
+                return bp_loader_reason(why, n, BP_ERR_INVALID_ARGUMENT,
                             "invalid alias '%.40s': it must match [a-z][a-z0-9_]* and have "
                             "at most %d characters",
                             *a, BP_BACKEND_NAME_MAX - 1);
         }
     }
     if (!d->init)
-        return fail(why, n, BP_ERR_INVALID_ARGUMENT, "required function init is NULL");
+        return bp_loader_reason(why, n, BP_ERR_INVALID_ARGUMENT, "required function init is NULL");
 
     REQUIRE_TABLE(device, BP_DEVICE_VTABLE_SIZE_1_0);
     REQUIRE_FN(device, count);
@@ -271,7 +270,7 @@ static bp_status check_descriptor(const bp_plugin_descriptor *d, bool builtin, c
     REQUIRE_FN(memory, copy_async);
     REQUIRE_FN(memory, memset_async);
     if (!d->memory->host_alloc != !d->memory->host_free)
-        return fail(why, n, BP_ERR_INVALID_ARGUMENT,
+        return bp_loader_reason(why, n, BP_ERR_INVALID_ARGUMENT,
                     "memory->host_alloc and memory->host_free must both be set or both NULL");
 
     if (d->guard) {
@@ -282,7 +281,7 @@ static bp_status check_descriptor(const bp_plugin_descriptor *d, bool builtin, c
     }
     /* The region slot was reserved (NULL) before ABI 1.3. */
     if (d->region && d->abi_minor < 3)
-        return fail(why, n, BP_ERR_INVALID_ARGUMENT,
+        return bp_loader_reason(why, n, BP_ERR_INVALID_ARGUMENT,
                     "region vtable must be NULL in ABI %d.%u (it was defined in %d.3)",
                     BP_PLUGIN_ABI_MAJOR, d->abi_minor, BP_PLUGIN_ABI_MAJOR);
     if (d->region) {

@@ -47,6 +47,9 @@ BP_INTERNAL int bp_loader_record_add(const char *path);
 /* Marks record i skipped with a reason, unloads its library, logs, returns `status`. */
 BP_INTERNAL bp_status bp_loader_reject(int i, bp_log_level level, bp_status status,
                                        const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Writes a reason into why[n] and returns `status`: the checks' one way to fail. */
+BP_INTERNAL bp_status bp_loader_reason(char *why, size_t n, bp_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Adds a sentence to record i's notes and logs it as a warning. */
 BP_INTERNAL void bp_loader_note(int i, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Recomputes record i's aliases_kept from alias_kept[] (the old text stays valid). */

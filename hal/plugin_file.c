@@ -14,14 +14,6 @@
 
 #define LOG_SRC "loader"
 
-__attribute__((format(printf, 4, 5))) static bp_status say(char *why, size_t n, bp_status status,
-                                                           const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-    return status;
-}
 
 static const char *kind_of(mode_t mode) {
     if (S_ISDIR(mode))
@@ -109,24 +101,24 @@ bp_status bp_plugin_file_check(const char *path, bp_trust_policy policy, char **
     if (lstat(path, &link_sb) != 0) {
         int err = errno;
         if (err == ENOENT || err == ENOTDIR)
-            return say(why, n, BP_ERR_NOT_FOUND, "file does not exist");
-        return say(why, n, BP_ERR_NOT_FOUND, "cannot access the file: %s", strerror(err));
+            return bp_loader_reason(why, n, BP_ERR_NOT_FOUND, "file does not exist");
+        return bp_loader_reason(why, n, BP_ERR_NOT_FOUND, "cannot access the file: %s", strerror(err));
     }
     if (stat(path, &sb) != 0) {
         int err = errno;
         if (err == ELOOP)
-            return say(why, n, BP_ERR_NOT_FOUND, "symbolic link loop: it was not opened");
+            return bp_loader_reason(why, n, BP_ERR_NOT_FOUND, "symbolic link loop: it was not opened");
         if (S_ISLNK(link_sb.st_mode) && (err == ENOENT || err == ENOTDIR))
-            return say(why, n, BP_ERR_NOT_FOUND,
+            return bp_loader_reason(why, n, BP_ERR_NOT_FOUND,
                        "dangling symbolic link: its target does not exist");
-        return say(why, n, BP_ERR_NOT_FOUND, "cannot access the file: %s", strerror(err));
+        return bp_loader_reason(why, n, BP_ERR_NOT_FOUND, "cannot access the file: %s", strerror(err));
     }
     if (!S_ISREG(sb.st_mode))
-        return say(why, n, BP_ERR_INVALID_ARGUMENT,
+        return bp_loader_reason(why, n, BP_ERR_INVALID_ARGUMENT,
                    "%s, not a plugin library: it was not opened", kind_of(sb.st_mode));
     char *real = realpath(path, NULL);
     if (!real)
-        return say(why, n, BP_ERR_NOT_FOUND, "cannot resolve the path: %s", strerror(errno));
+        return bp_loader_reason(why, n, BP_ERR_NOT_FOUND, "cannot resolve the path: %s", strerror(errno));
 
     /* Whoever can write the file, or the directory it is found in (as named, and once
      * links are resolved), can choose the code this process runs. */
@@ -144,7 +136,7 @@ bp_status bp_plugin_file_check(const char *path, bp_trust_policy policy, char **
     if (!*problems)
         return BP_OK;
     if (policy == BP_TRUST_ENFORCE)
-        return say(why, n, BP_ERR_INVALID_ARGUMENT,
+        return bp_loader_reason(why, n, BP_ERR_INVALID_ARGUMENT,
                    "refused: %s; only root or the user running this may be able to change a "
                    "plugin (BP_PLUGIN_ALLOW_INSECURE=1 loads it anyway, for development)",
                    problems);

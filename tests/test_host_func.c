@@ -208,37 +208,20 @@ static void test_held_on_gate(void **state) {
 /* Many host functions on several streams: each stream's run in launch order. */
 enum { STREAMS = 3, CALLS = 300 };
 
-typedef struct sequence {
-    int next; /* only the stream's host functions touch it, one after another */
-    int wrong;
-} sequence;
-
-typedef struct step {
-    sequence *seq;
-    int index;
-} step;
-
-static void take_step(void *arg) {
-    step *st = arg;
-    if (st->seq->next != st->index)
-        st->seq->wrong++;
-    st->seq->next = st->index + 1;
-}
-
 static void many_on(bp_device *dev) {
     bp_stream *s[STREAMS];
-    sequence seq[STREAMS];
-    step *steps = calloc(STREAMS * CALLS, sizeof *steps);
+    bp_conf_sequence seq[STREAMS];
+    bp_conf_step *steps = calloc(STREAMS * CALLS, sizeof *steps);
     assert_non_null(steps);
     for (int k = 0; k < STREAMS; k++) {
         BP_ASSERT_OK(bp_stream_create(dev, 0, &s[k]));
-        seq[k] = (sequence){0, 0};
+        seq[k] = (bp_conf_sequence){0, 0};
     }
     for (int i = 0; i < CALLS; i++)
         for (int k = 0; k < STREAMS; k++) {
-            step *st = &steps[k * CALLS + i];
-            *st = (step){&seq[k], i};
-            BP_ASSERT_OK(bp_stream_launch_host_func(s[k], take_step, st));
+            bp_conf_step *st = &steps[k * CALLS + i];
+            *st = (bp_conf_step){&seq[k], i};
+            BP_ASSERT_OK(bp_stream_launch_host_func(s[k], bp_conf_take_step, st));
         }
     BP_ASSERT_OK(bp_device_synchronize(dev));
     for (int k = 0; k < STREAMS; k++) {
