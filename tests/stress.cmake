@@ -1,0 +1,66 @@
+# The flake check and the ThreadSanitizer set (issue 13), included at the end of
+# tests/CMakeLists.txt: it only adds labels and entries for tests defined there.
+#
+# Label "concurrency": the tests of threads, streams, events, the allocator, regions,
+# cross-device work and guards. `make test-tsan` runs exactly this label in the
+# ThreadSanitizer build (-DBP_SANITIZE=thread), where it also has the conformance
+# suite's threading/events/streams groups against cpu and hpu (in the other builds
+# conformance_cpu and conformance_hpu already run those groups).
+#
+# Label "stress": each of those again, N times in a row while busy threads load every
+# core (scripts/bp-stress.c), a failure reported with the test, the iteration and the
+# run's output. N is BP_STRESS_ITERATIONS from the environment, else the cache variable
+# below. `make test` runs this label as a step of its own after the release build's
+# other tests (a few iterations); `make test-asan` and `make test-tsan` leave it out;
+# `make stress ITERATIONS=500` is the long run.
+
+set(BP_STRESS_ITERATIONS 10 CACHE STRING
+  "Runs of each stress test when the environment has no BP_STRESS_ITERATIONS")
+if(NOT BP_STRESS_ITERATIONS MATCHES "^[1-9][0-9]*$")
+  message(FATAL_ERROR "BP_STRESS_ITERATIONS='${BP_STRESS_ITERATIONS}': expected a whole "
+    "number from 1")
+endif()
+
+# The driver is the harness, not code under test: warnings as errors, no sanitizer.
+add_executable(bp-stress ${PROJECT_SOURCE_DIR}/scripts/bp-stress.c)
+target_compile_definitions(bp-stress PRIVATE _GNU_SOURCE)
+target_compile_options(bp-stress PRIVATE ${BP_WARNING_FLAGS})
+target_link_libraries(bp-stress PRIVATE Threads::Threads)
+
+set(bp_concurrency_tests test_stream_event test_threads test_memory test_region
+    test_cross_device test_guard)
+set(bp_concurrency_targets ${bp_concurrency_tests} bp-conformance bp_hpu bp-stress)
+
+# A stress entry takes the environment of the test it repeats.
+foreach(t IN LISTS bp_concurrency_tests)
+  set_property(TEST ${t} APPEND PROPERTY LABELS concurrency)
+  get_test_property(${t} ENVIRONMENT env)
+  add_test(NAME stress_${t} COMMAND bp-stress --name ${t}
+    --default-iterations ${BP_STRESS_ITERATIONS} -- $<TARGET_FILE:${t}>)
+  set_tests_properties(stress_${t} PROPERTIES LABELS stress ENVIRONMENT "${env}")
+endforeach()
+
+# The conformance suite's concurrency groups, on the reference backend and on the hpu
+# simulator (a plugin with its own engine threads).
+set(bp_conf_concurrency_filter "threading.*,events.*,streams.*")
+foreach(device cpu hpu)
+  set(env "${bp_conf_env}")
+  if(device STREQUAL "hpu")
+    set(env "${env};BP_HPU_MEMORY_MB=2048")
+  endif()
+  add_test(NAME stress_conformance_${device} COMMAND bp-stress --name conformance_${device}
+    --default-iterations ${BP_STRESS_ITERATIONS}
+    -- $<TARGET_FILE:bp-conformance> --device ${device} --filter ${bp_conf_concurrency_filter})
+  set_tests_properties(stress_conformance_${device} PROPERTIES LABELS stress
+    ENVIRONMENT "${env}")
+  if(BP_SANITIZER STREQUAL "thread")
+    bp_conformance_test(conformance_concurrency_${device} EXIT 0
+      ARGS --device ${device} --filter ${bp_conf_concurrency_filter})
+    set_tests_properties(conformance_concurrency_${device} PROPERTIES
+      LABELS "conformance;concurrency" ENVIRONMENT "${env}")
+  endif()
+endforeach()
+
+# What `make test-tsan` builds (not the whole tree).
+add_custom_target(bp_concurrency_tests)
+add_dependencies(bp_concurrency_tests ${bp_concurrency_targets})
