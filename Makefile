@@ -23,7 +23,7 @@ build-asan: deps
 
 # ThreadSanitizer: only what the "concurrency" label needs (tests/stress.cmake).
 build-tsan: deps
-	cmake -S . -B $(TSAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBP_SANITIZE=thread $(CMAKE_FLAGS)
+	cmake -S . -B $(TSAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=Debug -DBP_SANITIZE=thread $(CMAKE_FLAGS)
 	cmake --build $(TSAN_BUILD_DIR) -j $(JOBS) --target bp_concurrency_tests
 
 # Runs the main job, sliced attention under each schedule (samples/sliced_attention.c),
