@@ -21,7 +21,10 @@ set(BP_WARNING_FLAGS -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unu
 if(BP_SANITIZER STREQUAL "address")
   set(BP_SANITIZE_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 elseif(BP_SANITIZER STREQUAL "thread")
-  set(BP_SANITIZE_FLAGS -fsanitize=thread -fno-omit-frame-pointer)
+  # -O1 (after the build type's -O0): TSan's checks on every access make -O0 code
+  # about twice as slow again. Not -O2: GCC 12 then warns that a calloc size in
+  # dispatcher/region_exec.c may exceed the object size limit (-Walloc-size-larger-than).
+  set(BP_SANITIZE_FLAGS -fsanitize=thread -fno-omit-frame-pointer -O1)
   # target_clones dispatch is an IRELATIVE relocation whose resolver runs while the
   # dynamic loader relocates the library, before the TSan runtime is initialised; an
   # instrumented resolver crashes the process before main. ops/cpu/simd.h builds

@@ -11,8 +11,8 @@
 # core (scripts/bp-stress.c), a failure reported with the test, the iteration and the
 # run's output. N is BP_STRESS_ITERATIONS from the environment, else the cache variable
 # below. `make test` runs this label as a step of its own after the release build's
-# other tests (a few iterations); `make test-asan` and `make test-tsan` leave it out;
-# `make stress ITERATIONS=500` is the long run.
+# other tests (STRESS_ITERATIONS=5); `make test-asan` and `make test-tsan` leave it out;
+# `make stress` is the long run (ITERATIONS=100 unless given, e.g. ITERATIONS=500).
 
 set(BP_STRESS_ITERATIONS 10 CACHE STRING
   "Runs of each stress test when the environment has no BP_STRESS_ITERATIONS")
