@@ -1,10 +1,12 @@
 # The README's two commands: `make demo` and `make test`. Everything else is a helper.
 BUILD_DIR ?= build
 ASAN_BUILD_DIR ?= build-asan
+TSAN_BUILD_DIR ?= build-tsan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build build-asan demo test test-release test-asan bench clean
+.PHONY: all deps build build-asan build-tsan demo test test-release test-asan test-stress \
+	stress test-tsan bench clean
 
 all: build
 
@@ -19,6 +21,11 @@ build-asan: deps
 	cmake -S . -B $(ASAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=Debug -DBP_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD_DIR) -j $(JOBS)
 
+# ThreadSanitizer: only what the "concurrency" label needs (tests/stress.cmake).
+build-tsan: deps
+	cmake -S . -B $(TSAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=Debug -DBP_SANITIZE=thread $(CMAKE_FLAGS)
+	cmake --build $(TSAN_BUILD_DIR) -j $(JOBS) --target bp_concurrency_tests
+
 # Runs the main job, sliced attention under each schedule (samples/sliced_attention.c),
 # on the default device (BP_DEVICE picks another; DEMO_ARGS passes options, e.g.
 # DEMO_ARGS="--shape 8,32,2048,128 --slices 256"). device_tour is built too.
@@ -26,15 +33,33 @@ DEMO_ARGS ?=
 demo: build
 	$(BUILD_DIR)/bin/sliced_attention $(DEMO_ARGS)
 
-# Every test, in a release build and again under AddressSanitizer + UBSan.
-test: test-release test-asan
+# Every test, in a release build and again under AddressSanitizer + UBSan; then the
+# flake check: the concurrency tests STRESS_ITERATIONS times each, every core loaded
+# (ctest label "stress", release build only; tests/stress.cmake).
+test: test-release test-asan test-stress
 
 test-release: build
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -LE stress
 
 test-asan: build-asan
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure -j $(JOBS)
+		ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure -j $(JOBS) -LE stress
+
+STRESS_ITERATIONS ?= 5
+test-stress: build
+	BP_STRESS_ITERATIONS=$(STRESS_ITERATIONS) \
+		ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -L stress
+
+# The long flake check: `make stress ITERATIONS=500`.
+ITERATIONS ?= 100
+stress: build
+	BP_STRESS_ITERATIONS=$(ITERATIONS) \
+		ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -L stress
+
+# The concurrency tests (label "concurrency") under ThreadSanitizer; any report fails.
+test-tsan: build-tsan
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+		ctest --test-dir $(TSAN_BUILD_DIR) --output-on-failure -j $(JOBS) -L concurrency
 
 # Benchmarks (not tests): allocator, dispatch, op throughput; instruction counts with
 # scripts/bench-callgrind.sh and scripts/bench-dispatch-callgrind.sh.
@@ -44,4 +69,4 @@ bench: build
 	$(BUILD_DIR)/bin/bp-bench ops
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) $(TSAN_BUILD_DIR)

@@ -18,8 +18,15 @@ typedef int32_t vi8 __attribute__((vector_size(32), aligned(4)));
 
 #define INLINE __attribute__((always_inline)) static inline
 
-/* A hot function gets an AVX2+FMA clone on x86-64, picked at load time. */
-#if defined(__x86_64__) && defined(__has_attribute)
+/* A hot function gets an AVX2+FMA clone on x86-64, picked at load time. Not in a
+ * ThreadSanitizer build (BP_NO_TARGET_CLONES, defined by cmake/BackplaneOptions.cmake
+ * for -DBP_SANITIZE=thread; GCC's __SANITIZE_THREAD__ for a hand-made one): the pick
+ * is an ifunc resolver, run by the dynamic loader (IRELATIVE) before the TSan runtime
+ * is initialised, and an instrumented resolver crashes the process before main. */
+#if defined(__SANITIZE_THREAD__) && !defined(BP_NO_TARGET_CLONES)
+#define BP_NO_TARGET_CLONES 1
+#endif
+#if defined(__x86_64__) && defined(__has_attribute) && !defined(BP_NO_TARGET_CLONES)
 #if __has_attribute(target_clones)
 #define SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
