@@ -79,7 +79,9 @@ bp_status bp_event_record(bp_event *event, bp_stream *stream) {
     atomic_store(&event->recorded, true);
     /* Read by bp_event_synchronize: waiting for an event inside an open region would
      * wait for work that has not been issued. */
-    event->region_serial = stream->region ? *(const uint64_t *)stream->region : 0;
+    atomic_store_explicit(&event->region_serial,
+                          stream->region ? *(const uint64_t *)stream->region : 0,
+                          memory_order_relaxed);
     return BP_OK;
 }
 
@@ -97,7 +99,8 @@ bp_status bp_event_synchronize(bp_event *event) {
     bp_status st = bp_event_check(event, "bp_event_synchronize");
     if (st != BP_OK || !atomic_load(&event->recorded))
         return st;
-    if (event->region_serial && bp_region_serial_open(event->region_serial))
+    uint64_t serial = atomic_load_explicit(&event->region_serial, memory_order_relaxed);
+    if (serial && bp_region_serial_open(serial))
         return bp_set_error(BP_ERR_INVALID_STATE, "bp_event_synchronize: the event was recorded "
                             "on a stream of %s that is recording a region; end the region "
                             "(bp_region_end) before waiting for it", event->device->name);

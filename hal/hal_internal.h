@@ -161,7 +161,7 @@ struct bp_event {
     unsigned flags;
     atomic_bool recorded;
     /* Recorded on a stream while it recorded a region with this serial (0: not). */
-    uint64_t region_serial;
+    _Atomic uint64_t region_serial; /* threads may record one event at once */
     /* Recorded after fallback host functions (host_func.c): the stream's queue and the
      * launch count it must complete before the event does; NULL when none. */
     _Atomic(struct bp_host_queue *) host_queue;

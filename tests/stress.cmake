@@ -1,8 +1,8 @@
 # The flake check and the ThreadSanitizer set (issue 13), included at the end of
 # tests/CMakeLists.txt: it only adds labels and entries for tests defined there.
 #
-# Label "concurrency": the tests of threads, streams, events, the allocator, regions,
-# cross-device work and guards. `make test-tsan` runs exactly this label in the
+# Label "concurrency": the tests of threads, streams, events, host functions, the
+# allocator, regions, cross-device work and guards. `make test-tsan` runs exactly this label in the
 # ThreadSanitizer build (-DBP_SANITIZE=thread), where it also has the conformance
 # suite's threading/events/streams groups against cpu, hpu and opencl:0 (in the other
 # builds conformance_cpu, _hpu and _opencl already run those groups).
@@ -38,7 +38,7 @@ set_tests_properties(bp_stress_strict_count PROPERTIES TIMEOUT 60 ENVIRONMENT "B
   PASS_REGULAR_EXPRESSION "BP_STRESS_ITERATIONS='1e3': expected a whole number from 1 to 1000000")
 
 set(bp_concurrency_tests test_stream_event test_threads test_memory test_region
-    test_cross_device test_guard)
+    test_cross_device test_guard test_host_func)
 set(bp_concurrency_targets ${bp_concurrency_tests} bp-conformance bp_hpu bp-stress)
 
 # A stress entry takes the environment of the test it repeats.
@@ -52,7 +52,7 @@ endforeach()
 
 # The conformance suite's concurrency groups, on the reference backend and on the hpu
 # simulator (a plugin with its own engine threads).
-set(bp_conf_concurrency_filter "threading.*,events.*,streams.*")
+set(bp_conf_concurrency_filter "threading.*,events.*,streams.*,host_funcs.*")
 # Under TSan (5 to 15 times slower) on a loaded 2-core machine, the events group once
 # outran the default 120 s group limit on hpu: the limit is only a hang guard, so these
 # entries get 600 s a group (ctest's limit 1900 s for the three).
