@@ -4,6 +4,9 @@ ASAN_BUILD_DIR ?= build-asan
 TSAN_BUILD_DIR ?= build-tsan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# The loader refuses plugins in group- or world-writable directories (hal/plugin_file.c):
+# build trees are made with umask 022 whatever the caller's (e.g. Ubuntu's 002).
+BUILD_UMASK = umask 022 &&
 
 .PHONY: all deps build build-asan build-tsan demo test test-release test-asan test-stress \
 	stress test-tsan bench clean
@@ -14,17 +17,17 @@ deps:
 	@scripts/install-deps.sh
 
 build: deps
-	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
-	cmake --build $(BUILD_DIR) -j $(JOBS)
+	$(BUILD_UMASK) cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+	$(BUILD_UMASK) cmake --build $(BUILD_DIR) -j $(JOBS)
 
 build-asan: deps
-	cmake -S . -B $(ASAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=Debug -DBP_SANITIZE=ON $(CMAKE_FLAGS)
-	cmake --build $(ASAN_BUILD_DIR) -j $(JOBS)
+	$(BUILD_UMASK) cmake -S . -B $(ASAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=Debug -DBP_SANITIZE=ON $(CMAKE_FLAGS)
+	$(BUILD_UMASK) cmake --build $(ASAN_BUILD_DIR) -j $(JOBS)
 
 # ThreadSanitizer: only what the "concurrency" label needs (tests/stress.cmake).
 build-tsan: deps
-	cmake -S . -B $(TSAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=Debug -DBP_SANITIZE=thread $(CMAKE_FLAGS)
-	cmake --build $(TSAN_BUILD_DIR) -j $(JOBS) --target bp_concurrency_tests
+	$(BUILD_UMASK) cmake -S . -B $(TSAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=Debug -DBP_SANITIZE=thread $(CMAKE_FLAGS)
+	$(BUILD_UMASK) cmake --build $(TSAN_BUILD_DIR) -j $(JOBS) --target bp_concurrency_tests
 
 # Runs the main job, sliced attention under each schedule (samples/sliced_attention.c),
 # on the default device (BP_DEVICE picks another; DEMO_ARGS passes options, e.g.
