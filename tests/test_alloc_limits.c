@@ -21,14 +21,6 @@
 #define DEFAULT_MAX_SPLIT (256 * MIB)
 #define OVERSIZE_SLACK (20 * MIB)
 
-static bp_memory_stats stats_of(bp_device *dev) {
-    bp_memory_stats s;
-    memset(&s, 0xff, sizeof s);
-    s.struct_size = sizeof s;
-    BP_ASSERT_OK(bp_memory_get_stats(dev, &s));
-    return s;
-}
-
 static void *dev_alloc(bp_device *dev, size_t size) {
     void *p = NULL;
     BP_ASSERT_OK(bp_memory_alloc(dev, size, NULL, &p));
@@ -148,26 +140,16 @@ static void test_env_limit_applies(void **state) {
 
 /* ---- a lowered limit holds for cached blocks ---- */
 
-static bp_device *clean_cpu(void) {
-    bp_device *dev = bp_test_cpu();
-    BP_ASSERT_OK(bp_memory_set_limit(dev, 0));
-    BP_ASSERT_OK(bp_memory_empty_cache(dev));
-    bp_memory_stats s = stats_of(dev);
-    assert_int_equal(s.allocated_bytes, 0);
-    assert_int_equal(s.reserved_bytes, 0);
-    return dev;
-}
-
 static void test_lowered_limit_holds_for_cached_blocks(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     /* A 64 MiB segment with 8 MiB in use: the limit cannot release it. */
     char *big = dev_alloc(dev, 64 * MIB);
     BP_ASSERT_OK(bp_memory_free(dev, big));
     char *held = dev_alloc(dev, 8 * MIB);
     assert_ptr_equal(held, big); /* split from the cached segment */
     BP_ASSERT_OK(bp_memory_set_limit(dev, 16 * MIB));
-    bp_memory_stats s0 = stats_of(dev);
+    bp_memory_stats s0 = bp_test_memory_stats(dev);
     assert_int_equal(s0.reserved_bytes, 64 * MIB);
     assert_int_equal(s0.limit_bytes, 16 * MIB);
 
@@ -179,14 +161,14 @@ static void test_lowered_limit_holds_for_cached_blocks(void **state) {
     assert_null(p);
     BP_ASSERT_ERR(bp_memory_alloc(dev, 9 * MIB, NULL, &p), BP_ERR_OUT_OF_MEMORY,
                   "above the limit");
-    bp_memory_stats s1 = stats_of(dev);
+    bp_memory_stats s1 = bp_test_memory_stats(dev);
     assert_int_equal(s1.allocated_bytes, 8 * MIB);
     assert_int_equal(s1.num_allocs, s0.num_allocs);
 
     /* Within the limit, the cache still serves. */
     char *small = dev_alloc(dev, 4 * MIB);
     assert_true(inside(small, big, 64 * MIB));
-    bp_memory_stats s2 = stats_of(dev);
+    bp_memory_stats s2 = bp_test_memory_stats(dev);
     assert_int_equal(s2.allocated_bytes, 12 * MIB);
     assert_int_equal(s2.num_backend_allocs, s0.num_backend_allocs);
     BP_ASSERT_OK(bp_memory_free(dev, small));
@@ -194,7 +176,7 @@ static void test_lowered_limit_holds_for_cached_blocks(void **state) {
     /* Once it is all freed, the next allocation first gets back under the limit. */
     BP_ASSERT_OK(bp_memory_free(dev, held));
     void *q = dev_alloc(dev, 2 * MIB);
-    bp_memory_stats s3 = stats_of(dev);
+    bp_memory_stats s3 = bp_test_memory_stats(dev);
     assert_int_equal(s3.num_backend_frees - s0.num_backend_frees, 1);
     assert_int_equal(s3.reserved_bytes, 2 * MIB);
     BP_ASSERT_OK(bp_memory_free(dev, q));
@@ -209,8 +191,8 @@ static void test_lowered_limit_holds_for_cached_blocks(void **state) {
  * gives it back and only the working set stays reserved. */
 static void test_huge_block_not_split_for_small_requests(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
-    size_t max_split = stats_of(dev).max_split_bytes;
+    bp_device *dev = bp_test_clean_cpu();
+    size_t max_split = bp_test_memory_stats(dev).max_split_bytes;
     assert_int_equal(max_split, DEFAULT_MAX_SPLIT);
     size_t huge_size = 2 * max_split;
     char *huge = dev_alloc(dev, huge_size);
@@ -223,11 +205,11 @@ static void test_huge_block_not_split_for_small_requests(void **state) {
         if (inside(t[i], huge, huge_size))
             fail_msg("tensor %d was carved from the freed %zu-byte block", i, huge_size);
     }
-    bp_memory_stats s = stats_of(dev);
+    bp_memory_stats s = bp_test_memory_stats(dev);
     assert_int_equal(s.allocated_bytes, N * 2 * MIB);
     assert_int_equal(s.reserved_bytes, huge_size + N * 2 * MIB);
     BP_ASSERT_OK(bp_memory_empty_cache(dev));
-    s = stats_of(dev);
+    s = bp_test_memory_stats(dev);
     assert_int_equal(s.reserved_bytes, N * 2 * MIB);
     assert_int_equal(s.allocated_bytes, N * 2 * MIB);
     for (int i = 0; i < N; i++)
@@ -239,23 +221,23 @@ static void test_huge_block_not_split_for_small_requests(void **state) {
  * and is not split for it. */
 static void test_oversize_block_reuse(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
-    size_t max_split = stats_of(dev).max_split_bytes;
+    bp_device *dev = bp_test_clean_cpu();
+    size_t max_split = bp_test_memory_stats(dev).max_split_bytes;
     size_t big_size = max_split + 64 * MIB;
     char *big = dev_alloc(dev, big_size);
     BP_ASSERT_OK(bp_memory_free(dev, big));
 
-    bp_memory_stats s0 = stats_of(dev);
+    bp_memory_stats s0 = bp_test_memory_stats(dev);
     char *close = dev_alloc(dev, big_size - OVERSIZE_SLACK + MIB);
     assert_ptr_equal(close, big);
-    bp_memory_stats s1 = stats_of(dev);
+    bp_memory_stats s1 = bp_test_memory_stats(dev);
     assert_int_equal(s1.cache_hits - s0.cache_hits, 1);
     assert_int_equal(s1.allocated_bytes, big_size); /* whole: not split */
     BP_ASSERT_OK(bp_memory_free(dev, close));
 
     char *far = dev_alloc(dev, max_split);
     assert_ptr_not_equal(far, big);
-    assert_int_equal(stats_of(dev).reserved_bytes, big_size + max_split);
+    assert_int_equal(bp_test_memory_stats(dev).reserved_bytes, big_size + max_split);
     BP_ASSERT_OK(bp_memory_free(dev, far));
     BP_ASSERT_OK(bp_memory_empty_cache(dev));
 }
@@ -264,14 +246,14 @@ static void test_oversize_block_reuse(void **state) {
  * request would otherwise fail. */
 static void test_oversize_block_released_under_pressure(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
-    size_t max_split = stats_of(dev).max_split_bytes;
+    bp_device *dev = bp_test_clean_cpu();
+    size_t max_split = bp_test_memory_stats(dev).max_split_bytes;
     char *big = dev_alloc(dev, max_split);
     BP_ASSERT_OK(bp_memory_free(dev, big));
     BP_ASSERT_OK(bp_memory_set_limit(dev, max_split + 8 * MIB));
     void *a = dev_alloc(dev, 8 * MIB);
     void *b = dev_alloc(dev, 8 * MIB); /* over the limit but for the cached big block */
-    bp_memory_stats s = stats_of(dev);
+    bp_memory_stats s = bp_test_memory_stats(dev);
     assert_int_equal(s.reserved_bytes, 16 * MIB);
     assert_int_equal(s.allocated_bytes, 16 * MIB);
     BP_ASSERT_OK(bp_memory_free(dev, a));

@@ -589,31 +589,24 @@ static void test_fuzz_garbled_text_never_crashes(void **state) {
     print_message("fuzz: %ld texts, %ld mutated ones valid\n", total, valid);
 }
 
-/* A failed test must not leave its scopes to the next one. */
-static int close_all_scopes(void **state) {
-    (void)state;
-    while (bp_hints_depth() > 0) bp_hints_pop();
-    return 0;
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_null_and_empty_text_mean_no_hints, close_all_scopes),
-        cmocka_unit_test_teardown(test_every_key, close_all_scopes),
-        cmocka_unit_test_teardown(test_schedule_policy_is_a_synonym_of_strict, close_all_scopes),
-        cmocka_unit_test_teardown(test_unknown_keys_are_kept_and_reported_ignored, close_all_scopes),
-        cmocka_unit_test_teardown(test_malformed_json_gives_offset_and_excerpt, close_all_scopes),
-        cmocka_unit_test_teardown(test_top_level_must_be_an_object, close_all_scopes),
-        cmocka_unit_test_teardown(test_wrong_value_types_name_the_key, close_all_scopes),
-        cmocka_unit_test_teardown(test_bad_values, close_all_scopes),
-        cmocka_unit_test_teardown(test_duplicate_keys_are_an_error, close_all_scopes),
-        cmocka_unit_test_teardown(test_failed_push_keeps_outer_scope, close_all_scopes),
-        cmocka_unit_test_teardown(test_nesting_overrides_key_by_key_and_pops_in_order, close_all_scopes),
-        cmocka_unit_test_teardown(test_pop_without_push, close_all_scopes),
-        cmocka_unit_test_teardown(test_argument_errors, close_all_scopes),
-        cmocka_unit_test_teardown(test_scoped_macro_closes_on_every_path, close_all_scopes),
-        cmocka_unit_test_teardown(test_scopes_are_per_thread, close_all_scopes),
-        cmocka_unit_test_teardown(test_fuzz_garbled_text_never_crashes, close_all_scopes),
+        cmocka_unit_test_teardown(test_null_and_empty_text_mean_no_hints, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_every_key, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_schedule_policy_is_a_synonym_of_strict, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_unknown_keys_are_kept_and_reported_ignored, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_malformed_json_gives_offset_and_excerpt, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_top_level_must_be_an_object, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_wrong_value_types_name_the_key, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_bad_values, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_duplicate_keys_are_an_error, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_failed_push_keeps_outer_scope, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_nesting_overrides_key_by_key_and_pops_in_order, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_pop_without_push, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_argument_errors, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_scoped_macro_closes_on_every_path, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_scopes_are_per_thread, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_fuzz_garbled_text_never_crashes, bp_test_close_hint_scopes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

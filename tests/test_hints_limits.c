@@ -192,19 +192,13 @@ static void test_embedded_nul_is_refused(void **state) {
     BP_ASSERT_OK(bp_hints_validate("{\"tag\": \"\\u0001\\u00e9\\ud83d\\ude00\"}"));
 }
 
-static int close_all_scopes(void **state) {
-    (void)state;
-    while (bp_hints_depth() > 0) bp_hints_pop();
-    return 0;
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_key_limit_and_duplicates_among_many, close_all_scopes),
-        cmocka_unit_test_teardown(test_key_limit_across_scopes, close_all_scopes),
-        cmocka_unit_test_teardown(test_nesting_limit, close_all_scopes),
-        cmocka_unit_test_teardown(test_integers_are_exact, close_all_scopes),
-        cmocka_unit_test_teardown(test_embedded_nul_is_refused, close_all_scopes),
+        cmocka_unit_test_teardown(test_key_limit_and_duplicates_among_many, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_key_limit_across_scopes, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_nesting_limit, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_integers_are_exact, bp_test_close_hint_scopes),
+        cmocka_unit_test_teardown(test_embedded_nul_is_refused, bp_test_close_hint_scopes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

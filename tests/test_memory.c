@@ -18,26 +18,6 @@
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
 
-static bp_memory_stats stats_of(bp_device *dev) {
-    bp_memory_stats s;
-    memset(&s, 0xff, sizeof s);
-    s.struct_size = sizeof s;
-    BP_ASSERT_OK(bp_memory_get_stats(dev, &s));
-    return s;
-}
-
-/* Every test frees what it allocates; this starts each from an empty cache. */
-static bp_device *clean_cpu(void) {
-    bp_device *dev = bp_test_cpu();
-    BP_ASSERT_OK(bp_memory_set_limit(dev, 0));
-    BP_ASSERT_OK(bp_memory_empty_cache(dev));
-    bp_memory_stats s = stats_of(dev);
-    assert_int_equal(s.allocated_bytes, 0);
-    assert_int_equal(s.reserved_bytes, 0);
-    assert_int_equal(s.num_segments, 0);
-    return dev;
-}
-
 static void *dev_alloc(bp_device *dev, size_t size, bp_stream *stream) {
     void *p = NULL;
     BP_ASSERT_OK(bp_memory_alloc(dev, size, stream, &p));
@@ -77,15 +57,15 @@ static char *hex(char *buf, size_t n, const void *p) {
 
 static void test_alloc_free_basic(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
-    bp_memory_stats s0 = stats_of(dev);
+    bp_device *dev = bp_test_clean_cpu();
+    bp_memory_stats s0 = bp_test_memory_stats(dev);
     void *p = dev_alloc(dev, 1000, NULL);
-    bp_memory_stats s1 = stats_of(dev);
+    bp_memory_stats s1 = bp_test_memory_stats(dev);
     assert_int_equal(s1.allocated_bytes, 1024); /* rounded to 512 */
     assert_int_equal(s1.reserved_bytes, 2 * MIB);
     assert_int_equal(s1.num_allocs - s0.num_allocs, 1);
     BP_ASSERT_OK(bp_memory_free(dev, p));
-    bp_memory_stats s2 = stats_of(dev);
+    bp_memory_stats s2 = bp_test_memory_stats(dev);
     assert_int_equal(s2.allocated_bytes, 0);
     assert_int_equal(s2.reserved_bytes, 2 * MIB); /* cached, not returned */
     assert_int_equal(s2.num_frees - s0.num_frees, 1);
@@ -94,7 +74,7 @@ static void test_alloc_free_basic(void **state) {
 
 static void test_alignment(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     static const size_t sizes[] = {1, 255, 256, 257, 511, 512, 513, 4095, 4097, MIB - 1, MIB,
                                    MIB + 1, 2 * MIB + 3, 5 * MIB};
     enum { N = sizeof sizes / sizeof sizes[0] };
@@ -109,13 +89,13 @@ static void test_alignment(void **state) {
     }
     for (size_t i = 0; i < N; i++)
         BP_ASSERT_OK(bp_memory_free(dev, p[i]));
-    assert_int_equal(stats_of(dev).allocated_bytes, 0);
+    assert_int_equal(bp_test_memory_stats(dev).allocated_bytes, 0);
     BP_ASSERT_OK(bp_memory_empty_cache(dev));
 }
 
 static void test_copy_round_trip(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     static const size_t sizes[] = {1, 777, 64 * KIB, 3 * MIB + 5};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         size_t n = sizes[k];
@@ -140,7 +120,7 @@ static void test_copy_round_trip(void **state) {
 
 static void test_memset(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     enum { N = 10000 };
     unsigned char want[N], got[N];
     void *d = dev_alloc(dev, N, NULL);
@@ -158,13 +138,13 @@ static void test_memset(void **state) {
 
 static void test_zero_size_and_null_free(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
-    bp_memory_stats s0 = stats_of(dev);
+    bp_device *dev = bp_test_clean_cpu();
+    bp_memory_stats s0 = bp_test_memory_stats(dev);
     void *p = (void *)0x1;
     BP_ASSERT_OK(bp_memory_alloc(dev, 0, NULL, &p));
     assert_null(p);
     BP_ASSERT_OK(bp_memory_free(dev, NULL));
-    bp_memory_stats s1 = stats_of(dev);
+    bp_memory_stats s1 = bp_test_memory_stats(dev);
     assert_int_equal(s1.num_allocs, s0.num_allocs);
     assert_int_equal(s1.num_frees, s0.num_frees);
     assert_int_equal(s1.reserved_bytes, 0);
@@ -174,7 +154,7 @@ static void test_zero_size_and_null_free(void **state) {
 
 static void test_double_free(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     char want[64], addr[32];
     void *p = dev_alloc(dev, 4096, NULL);
     BP_ASSERT_OK(bp_memory_free(dev, p));
@@ -192,14 +172,14 @@ static void test_double_free(void **state) {
     /* A pointer inside a live block is not one the allocator handed out. */
     BP_ASSERT_ERR(bp_memory_free(dev, (char *)a + 1024), BP_ERR_INVALID_ARGUMENT,
                   "is not its start");
-    assert_int_equal(stats_of(dev).allocated_bytes, 4096);
+    assert_int_equal(bp_test_memory_stats(dev).allocated_bytes, 4096);
     BP_ASSERT_OK(bp_memory_free(dev, a));
     BP_ASSERT_OK(bp_memory_empty_cache(dev));
 }
 
 static void test_foreign_pointer(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     char want[128], addr[32];
     void *heap = malloc(4096);
     assert_non_null(heap);
@@ -211,14 +191,14 @@ static void test_foreign_pointer(void **state) {
     free(heap);
     int local = 0;
     BP_ASSERT_ERR(bp_memory_free(dev, &local), BP_ERR_INVALID_ARGUMENT, "foreign pointer");
-    bp_memory_stats s = stats_of(dev);
+    bp_memory_stats s = bp_test_memory_stats(dev);
     assert_int_equal(s.allocated_bytes, 0);
 }
 
 static void test_oversize(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
-    bp_memory_stats s0 = stats_of(dev);
+    bp_device *dev = bp_test_clean_cpu();
+    bp_memory_stats s0 = bp_test_memory_stats(dev);
     void *p = (void *)0x1;
     char want[96];
     snprintf(want, sizeof want, "out of memory on %s: requested %zu bytes", bp_device_name(dev),
@@ -229,7 +209,7 @@ static void test_oversize(void **state) {
                   "exceeds the device's total memory");
     snprintf(want, sizeof want, "cannot allocate %zu bytes on %s", SIZE_MAX, bp_device_name(dev));
     BP_ASSERT_ERR(bp_memory_alloc(dev, SIZE_MAX, NULL, &p), BP_ERR_OUT_OF_MEMORY, want);
-    bp_memory_stats s1 = stats_of(dev);
+    bp_memory_stats s1 = bp_test_memory_stats(dev);
     assert_int_equal(s1.num_backend_allocs, s0.num_backend_allocs);
     assert_int_equal(s1.num_allocs, s0.num_allocs);
     assert_int_equal(s1.reserved_bytes, 0);
@@ -239,16 +219,16 @@ static void test_oversize(void **state) {
 
 static void test_stats(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     BP_ASSERT_OK(bp_memory_reset_peak(dev));
-    bp_memory_stats s0 = stats_of(dev);
+    bp_memory_stats s0 = bp_test_memory_stats(dev);
     assert_int_equal(s0.peak_allocated_bytes, 0);
     assert_int_equal(s0.peak_reserved_bytes, 0);
     assert_int_equal(s0.limit_bytes, 0);
 
     void *small = dev_alloc(dev, 1000, NULL);
     void *large = dev_alloc(dev, 4 * MIB, NULL);
-    bp_memory_stats s1 = stats_of(dev);
+    bp_memory_stats s1 = bp_test_memory_stats(dev);
     assert_int_equal(s1.allocated_bytes, 1024 + 4 * MIB);
     assert_int_equal(s1.reserved_bytes, 2 * MIB + 4 * MIB);
     assert_int_equal(s1.num_segments, 2);
@@ -259,21 +239,21 @@ static void test_stats(void **state) {
     assert_int_equal(s1.peak_reserved_bytes, s1.reserved_bytes);
 
     BP_ASSERT_OK(bp_memory_free(dev, large));
-    bp_memory_stats s2 = stats_of(dev);
+    bp_memory_stats s2 = bp_test_memory_stats(dev);
     assert_int_equal(s2.allocated_bytes, 1024);
     assert_int_equal(s2.reserved_bytes, 6 * MIB);
     assert_int_equal(s2.peak_allocated_bytes, 1024 + 4 * MIB);
     assert_int_equal(s2.num_frees - s0.num_frees, 1);
 
     BP_ASSERT_OK(bp_memory_reset_peak(dev));
-    bp_memory_stats s3 = stats_of(dev);
+    bp_memory_stats s3 = bp_test_memory_stats(dev);
     assert_int_equal(s3.peak_allocated_bytes, 1024);
     assert_int_equal(s3.peak_reserved_bytes, 6 * MIB);
 
     /* Same size on the same stream: served from the cache. */
     void *again = dev_alloc(dev, 4 * MIB, NULL);
     assert_ptr_equal(again, large);
-    bp_memory_stats s4 = stats_of(dev);
+    bp_memory_stats s4 = bp_test_memory_stats(dev);
     assert_int_equal(s4.cache_hits - s3.cache_hits, 1);
     assert_int_equal(s4.num_backend_allocs, s3.num_backend_allocs);
     assert_int_equal(s4.peak_allocated_bytes, 1024 + 4 * MIB);
@@ -283,7 +263,7 @@ static void test_stats(void **state) {
     BP_ASSERT_OK(bp_memory_free(dev, again));
     void *three = dev_alloc(dev, 3 * MIB, NULL);
     assert_ptr_equal(three, large);
-    assert_int_equal(stats_of(dev).allocated_bytes, 1024 + 4 * MIB);
+    assert_int_equal(bp_test_memory_stats(dev).allocated_bytes, 1024 + 4 * MIB);
     BP_ASSERT_OK(bp_memory_free(dev, three));
     BP_ASSERT_OK(bp_memory_free(dev, small));
 
@@ -303,10 +283,10 @@ static void test_stats(void **state) {
 
 static void test_split_and_coalesce(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     char *a = dev_alloc(dev, 1000, NULL);
     char *b = dev_alloc(dev, 5000, NULL);
-    bp_memory_stats s = stats_of(dev);
+    bp_memory_stats s = bp_test_memory_stats(dev);
     assert_int_equal(s.num_segments, 1); /* both carved from one 2 MiB segment */
     assert_int_equal(s.reserved_bytes, 2 * MIB);
     assert_ptr_equal(b, a + 1024);
@@ -315,7 +295,7 @@ static void test_split_and_coalesce(void **state) {
     /* Only a coalesced segment holds two 1 MiB blocks. */
     char *c = dev_alloc(dev, MIB, NULL);
     char *d = dev_alloc(dev, MIB, NULL);
-    s = stats_of(dev);
+    s = bp_test_memory_stats(dev);
     assert_int_equal(s.num_segments, 1);
     assert_ptr_equal(c, a);
     assert_ptr_equal(d, a + MIB);
@@ -327,16 +307,16 @@ static void test_split_and_coalesce(void **state) {
 
 static void test_same_stream_reuse(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     bp_stream *s = new_stream(dev);
     void *p = dev_alloc(dev, 4096, s);
     /* Work still queued on s may use p: reuse on s is safe all the same. */
     bp_conf_gate gate;
     keep_busy(dev, s, &gate, p, 4096);
     BP_ASSERT_OK(bp_memory_free(dev, p));
-    bp_memory_stats s0 = stats_of(dev);
+    bp_memory_stats s0 = bp_test_memory_stats(dev);
     void *q = dev_alloc(dev, 4096, s);
-    bp_memory_stats s1 = stats_of(dev);
+    bp_memory_stats s1 = bp_test_memory_stats(dev);
     assert_ptr_equal(q, p);
     assert_int_equal(s1.cache_hits - s0.cache_hits, 1);
     assert_int_equal(s1.num_backend_allocs, s0.num_backend_allocs);
@@ -349,7 +329,7 @@ static void test_same_stream_reuse(void **state) {
 
 static void test_cross_stream_reuse_waits(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     bp_stream *a = new_stream(dev), *b = new_stream(dev);
     for (int round = 0; round < 2; round++) {
         /* A large segment, then a small one (1 MiB: two fill a segment). */
@@ -368,9 +348,9 @@ static void test_cross_stream_reuse_waits(void **state) {
         bp_conf_gate_open(&gate);
         BP_ASSERT_OK(bp_stream_synchronize(a));
         bp_conf_gate_destroy(&gate, 1);
-        bp_memory_stats s0 = stats_of(dev);
+        bp_memory_stats s0 = bp_test_memory_stats(dev);
         void *r = dev_alloc(dev, size, b);
-        bp_memory_stats s1 = stats_of(dev);
+        bp_memory_stats s1 = bp_test_memory_stats(dev);
         assert_ptr_equal(r, p);
         assert_int_equal(s1.cache_hits - s0.cache_hits, 1);
         assert_int_equal(s1.num_backend_allocs, s0.num_backend_allocs);
@@ -387,7 +367,7 @@ static void test_cross_stream_reuse_waits(void **state) {
 
 static void test_record_stream_delays_reuse(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     bp_stream *a = new_stream(dev), *b = new_stream(dev);
     void *p = dev_alloc(dev, 4 * MIB, a);
     BP_ASSERT_OK(bp_memory_record_stream(dev, p, b));
@@ -396,7 +376,7 @@ static void test_record_stream_delays_reuse(void **state) {
     bp_conf_gate gate;
     keep_busy(dev, b, &gate, p, 4 * MIB);
     BP_ASSERT_OK(bp_memory_free(dev, p));
-    assert_int_equal(stats_of(dev).allocated_bytes, 0);
+    assert_int_equal(bp_test_memory_stats(dev).allocated_bytes, 0);
     void *q = dev_alloc(dev, 4 * MIB, a);
     assert_int_equal(bp_stream_query(b), BP_ERR_NOT_READY); /* held on the gate */
     assert_ptr_not_equal(q, p);
@@ -414,7 +394,7 @@ static void test_record_stream_delays_reuse(void **state) {
 
 static void test_record_stream_destroyed_stream(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     bp_stream *b = new_stream(dev);
     void *p = dev_alloc(dev, 4096, NULL);
     BP_ASSERT_OK(bp_memory_record_stream(dev, p, b));
@@ -432,16 +412,16 @@ static void test_record_stream_destroyed_stream(void **state) {
 
 static void test_destroyed_stream_memory_reused(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     bp_stream *a = new_stream(dev), *b = new_stream(dev);
     void *p = dev_alloc(dev, 4 * MIB, a);
     void *live = dev_alloc(dev, 4096, a);
     BP_ASSERT_OK(bp_memory_free(dev, p));
     BP_ASSERT_OK(bp_stream_destroy(a));
-    bp_memory_stats s0 = stats_of(dev);
+    bp_memory_stats s0 = bp_test_memory_stats(dev);
     void *q = dev_alloc(dev, 4 * MIB, b);
     assert_ptr_equal(q, p);
-    assert_int_equal(stats_of(dev).num_backend_allocs, s0.num_backend_allocs);
+    assert_int_equal(bp_test_memory_stats(dev).num_backend_allocs, s0.num_backend_allocs);
     /* A block that outlived its stream can still be used and freed. */
     BP_ASSERT_OK(bp_memory_set_async(dev, live, 7, 4096, b));
     BP_ASSERT_OK(bp_stream_synchronize(b));
@@ -449,24 +429,24 @@ static void test_destroyed_stream_memory_reused(void **state) {
     BP_ASSERT_OK(bp_memory_free(dev, q));
     BP_ASSERT_OK(bp_stream_destroy(b));
     BP_ASSERT_OK(bp_memory_empty_cache(dev));
-    assert_int_equal(stats_of(dev).reserved_bytes, 0);
+    assert_int_equal(bp_test_memory_stats(dev).reserved_bytes, 0);
 }
 
 static void test_empty_cache(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
-    bp_memory_stats s0 = stats_of(dev);
+    bp_device *dev = bp_test_clean_cpu();
+    bp_memory_stats s0 = bp_test_memory_stats(dev);
     void *a = dev_alloc(dev, 1000, NULL);
     void *b = dev_alloc(dev, 4 * MIB, NULL);
     void *c = dev_alloc(dev, 8 * MIB, NULL);
     BP_ASSERT_OK(bp_memory_free(dev, a));
     BP_ASSERT_OK(bp_memory_free(dev, b));
     BP_ASSERT_OK(bp_memory_free(dev, c));
-    bp_memory_stats s1 = stats_of(dev);
+    bp_memory_stats s1 = bp_test_memory_stats(dev);
     assert_int_equal(s1.reserved_bytes, 14 * MIB);
     assert_int_equal(s1.num_segments, 3);
     BP_ASSERT_OK(bp_memory_empty_cache(dev));
-    bp_memory_stats s2 = stats_of(dev);
+    bp_memory_stats s2 = bp_test_memory_stats(dev);
     assert_int_equal(s2.reserved_bytes, 0);
     assert_int_equal(s2.num_segments, 0);
     assert_int_equal(s2.num_backend_frees - s0.num_backend_frees, 3);
@@ -475,7 +455,7 @@ static void test_empty_cache(void **state) {
     /* Blocks handed out stay. */
     unsigned char *live = dev_alloc(dev, 4096, NULL);
     BP_ASSERT_OK(bp_memory_empty_cache(dev));
-    assert_int_equal(stats_of(dev).reserved_bytes, 2 * MIB);
+    assert_int_equal(bp_test_memory_stats(dev).reserved_bytes, 2 * MIB);
     unsigned char got[4096], want[4096];
     memset(want, 0x5a, sizeof want);
     BP_ASSERT_OK(bp_memory_set_async(dev, live, 0x5a, sizeof want, NULL));
@@ -502,7 +482,7 @@ static void test_empty_cache(void **state) {
     bp_conf_gate_destroy(&gate, 1);
     /* The copy enqueued before the free has run: empty_cache waited for it. */
     assert_bytes(out, expect, 4 * MIB);
-    assert_int_equal(stats_of(dev).reserved_bytes, 0);
+    assert_int_equal(bp_test_memory_stats(dev).reserved_bytes, 0);
     BP_ASSERT_OK(bp_stream_destroy(s));
     free(out);
     free(expect);
@@ -510,9 +490,9 @@ static void test_empty_cache(void **state) {
 
 static void test_set_limit(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     BP_ASSERT_OK(bp_memory_set_limit(dev, 4 * MIB));
-    assert_int_equal(stats_of(dev).limit_bytes, 4 * MIB);
+    assert_int_equal(bp_test_memory_stats(dev).limit_bytes, 4 * MIB);
     void *a = dev_alloc(dev, 2 * MIB, NULL);
     void *b = (void *)0x1;
     char want[160];
@@ -523,16 +503,16 @@ static void test_set_limit(void **state) {
 
     /* Cached memory is released to make room under the limit. */
     BP_ASSERT_OK(bp_memory_free(dev, a));
-    bp_memory_stats s0 = stats_of(dev);
+    bp_memory_stats s0 = bp_test_memory_stats(dev);
     b = dev_alloc(dev, 3 * MIB, NULL);
-    bp_memory_stats s1 = stats_of(dev);
+    bp_memory_stats s1 = bp_test_memory_stats(dev);
     assert_int_equal(s1.num_backend_frees - s0.num_backend_frees, 1);
     assert_int_equal(s1.reserved_bytes, 4 * MIB);
     BP_ASSERT_OK(bp_memory_free(dev, b));
 
     /* A limit below what is reserved empties the cache first. */
     BP_ASSERT_OK(bp_memory_set_limit(dev, 2 * MIB));
-    assert_int_equal(stats_of(dev).reserved_bytes, 0);
+    assert_int_equal(bp_test_memory_stats(dev).reserved_bytes, 0);
     BP_ASSERT_ERR(bp_memory_alloc(dev, 3 * MIB, NULL, &b), BP_ERR_OUT_OF_MEMORY,
                   "limit 2097152 bytes");
     BP_ASSERT_OK(bp_memory_set_limit(dev, 0));
@@ -632,7 +612,7 @@ static void *worker_main(void *arg) {
 
 static void test_threads_and_streams(void **state) {
     (void)state;
-    bp_device *dev = clean_cpu();
+    bp_device *dev = bp_test_clean_cpu();
     bp_stream *shared = new_stream(dev);
     pthread_t t[THREADS];
     worker w[THREADS];
@@ -645,12 +625,12 @@ static void test_threads_and_streams(void **state) {
         if (w[i].failed_line)
             fail_msg("thread %d failed at line %d: %s", i, w[i].failed_line, w[i].error);
     }
-    bp_memory_stats s = stats_of(dev);
+    bp_memory_stats s = bp_test_memory_stats(dev);
     assert_int_equal(s.allocated_bytes, 0);
     assert_int_equal(s.num_allocs - s.num_frees, 0);
     BP_ASSERT_OK(bp_stream_destroy(shared));
     BP_ASSERT_OK(bp_memory_empty_cache(dev));
-    s = stats_of(dev);
+    s = bp_test_memory_stats(dev);
     assert_int_equal(s.reserved_bytes, 0);
     assert_int_equal(s.num_segments, 0);
     assert_int_equal(s.num_backend_allocs, s.num_backend_frees);

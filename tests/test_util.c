@@ -142,3 +142,37 @@ char *bp_test_capture_end(void) {
     fclose(capture_file);
     return text;
 }
+
+bp_memory_stats bp_test_memory_stats(bp_device *dev) {
+    bp_memory_stats s;
+    memset(&s, 0xff, sizeof s);
+    s.struct_size = sizeof s;
+    BP_ASSERT_OK(bp_memory_get_stats(dev, &s));
+    return s;
+}
+
+bp_device *bp_test_clean_cpu(void) {
+    bp_device *dev = bp_test_cpu();
+    BP_ASSERT_OK(bp_memory_set_limit(dev, 0));
+    BP_ASSERT_OK(bp_memory_empty_cache(dev));
+    bp_memory_stats s = bp_test_memory_stats(dev);
+    assert_int_equal(s.allocated_bytes, 0);
+    assert_int_equal(s.reserved_bytes, 0);
+    assert_int_equal(s.num_segments, 0);
+    return dev;
+}
+
+int bp_test_close_hint_scopes(void **state) {
+    (void)state;
+    while (bp_hints_depth() > 0)
+        bp_hints_pop();
+    return 0;
+}
+
+bp_plugin_info bp_test_plugin_info_at(int i) {
+    bp_plugin_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    CHILD_CHECK(bp_plugin_get_info(i, &info) == BP_OK);
+    return info;
+}

@@ -34,6 +34,17 @@
 /* The cpu device, asserting it opens. */
 bp_device *bp_test_cpu(void);
 
+/* The device's allocator statistics (every field poisoned first, so a field the call
+ * did not write shows). */
+bp_memory_stats bp_test_memory_stats(bp_device *dev);
+
+/* cpu with no limit and an empty cache, checked: every test that counts bytes starts
+ * from it. */
+bp_device *bp_test_clean_cpu(void);
+
+/* A cmocka teardown: pops the hint scopes a failed test left open. */
+int bp_test_close_hint_scopes(void **state);
+
 /* strstr that treats NULL as "". */
 int bp_test_contains(const char *haystack, const char *needle);
 
@@ -67,5 +78,8 @@ int bp_test_run_command(const char *const *argv, const char *const *env, char **
  * file until bp_test_capture_end, which returns it (malloc'ed, caller frees). */
 void bp_test_capture_begin(void);
 char *bp_test_capture_end(void);
+
+/* Inside a forked child: plugin i's info (CHILD_CHECK that the call succeeds). */
+bp_plugin_info bp_test_plugin_info_at(int i);
 
 #endif
