@@ -25,28 +25,36 @@
 
 /* ---- helpers for children ---- */
 
+static bp_plugin_info info_at(int i) {
+    bp_plugin_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    CHILD_CHECK(bp_plugin_get_info(i, &info) == BP_OK);
+    return info;
+}
+
 /* The listed candidate whose name is `name` (any state); fails the child if none. */
 static bp_plugin_info by_name(const char *name) {
     for (int i = 0; i < bp_plugin_count(); i++) {
-        bp_plugin_info info = bp_test_plugin_info_at(i);
+        bp_plugin_info info = info_at(i);
         if (strcmp(info.name, name) == 0)
             return info;
     }
     fprintf(stderr, "no plugin named '%s' is listed\n", name);
     CHILD_CHECK(0);
-    return bp_test_plugin_info_at(0);
+    return info_at(0);
 }
 
 /* The last listed candidate whose path contains `needle`; fails the child if none. */
 static bp_plugin_info by_path(const char *needle) {
     int found = -1;
     for (int i = 0; i < bp_plugin_count(); i++)
-        if (strstr(bp_test_plugin_info_at(i).path, needle))
+        if (strstr(info_at(i).path, needle))
             found = i;
     if (found < 0)
         fprintf(stderr, "no candidate path contains '%s'\n", needle);
     CHILD_CHECK(found >= 0);
-    return bp_test_plugin_info_at(found);
+    return info_at(found);
 }
 
 static void expect_contains(const char *what, const char *text, const char *needle) {
@@ -92,7 +100,7 @@ static int count_type(const char *type) {
 static void check_counts_consistent(void) {
     int listed = 0;
     for (int i = 0; i < bp_plugin_count(); i++) {
-        bp_plugin_info info = bp_test_plugin_info_at(i);
+        bp_plugin_info info = info_at(i);
         listed += info.state != BP_PLUGIN_SKIPPED ? info.device_count : 0;
     }
     CHILD_CHECK(listed == bp_device_count());

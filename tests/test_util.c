@@ -168,11 +168,3 @@ int bp_test_close_hint_scopes(void **state) {
         bp_hints_pop();
     return 0;
 }
-
-bp_plugin_info bp_test_plugin_info_at(int i) {
-    bp_plugin_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    CHILD_CHECK(bp_plugin_get_info(i, &info) == BP_OK);
-    return info;
-}

@@ -79,7 +79,4 @@ int bp_test_run_command(const char *const *argv, const char *const *env, char **
 void bp_test_capture_begin(void);
 char *bp_test_capture_end(void);
 
-/* Inside a forked child: plugin i's info (CHILD_CHECK that the call succeeds). */
-bp_plugin_info bp_test_plugin_info_at(int i);
-
 #endif
