@@ -126,9 +126,23 @@ const bp_op_record *bp_op_record_get(bp_op_id op) {
                : NULL;
 }
 
+int32_t bp_host_op_count(void) {
+    return atomic_load_explicit(&op_count, memory_order_acquire);
+}
+
+const char *bp_host_op_name(int32_t index) {
+    const bp_op_record *rec = bp_op_record_get(index);
+    return rec ? rec->name : NULL;
+}
+
+int bp_op_count(void) {
+    bp_registry_ensure_init();
+    return bp_host_op_count();
+}
+
 const char *bp_op_name(bp_op_id op) {
-    const bp_op_record *rec = bp_op_record_get(op);
-    return rec ? rec->name : "(invalid op)";
+    bp_registry_ensure_init();
+    return bp_host_op_name(op);
 }
 
 /* ---- device types and registration ---- */
@@ -340,6 +354,7 @@ static inline bp_status launch(const bp_op_record *op, const bp_kernel_entry *ke
     kc->device = call->device->handle;
     kc->stream = stream->handle;
     kc->kernel_data = kernel->data;
+    kc->attrs_size = kc->attrs ? op->attrs_size : 0;
     bp_stream_host_funcs_wait(stream);
     if (!hooks)
         return kernel->fn(kc);

@@ -41,6 +41,10 @@ BP_INTERNAL bp_status bp_host_register_kernel(const char *backend_name, const ch
 /* The host->reference_dtypes and host->run_reference_kernel entries (ops/reference.c). */
 BP_INTERNAL uint32_t bp_host_reference_dtypes(const char *op_name);
 BP_INTERNAL bp_status bp_host_run_reference_kernel(const bp_kernel_call *call);
+/* The host->op_count and host->op_name entries: bp_op_count and bp_op_name without
+ * the registry initialisation (a plugin calls them from its init, during it). */
+BP_INTERNAL int32_t bp_host_op_count(void);
+BP_INTERNAL const char *bp_host_op_name(int32_t index);
 /* bp_op_define without the registry initialisation, for the built-in ops, which are
  * defined during it. */
 BP_INTERNAL bp_status bp_op_define_builtin(const char *name, size_t attrs_size,

@@ -126,6 +126,8 @@ static const bp_host_services host_services = {
     .register_kernel = bp_host_register_kernel,
     .reference_dtypes = bp_host_reference_dtypes,
     .run_reference_kernel = bp_host_run_reference_kernel,
+    .op_count = bp_host_op_count,
+    .op_name = bp_host_op_name,
 };
 
 const bp_host_services *bp_host_services_table(void) { return &host_services; }

@@ -21,8 +21,7 @@ static void run_closure(void *arg) {
 }
 
 bp_status bp_cpu_launch(const bp_kernel_call *call) {
-    const bp_op_record *op = bp_op_record_get(call->op);
-    size_t attrs_size = op && call->attrs ? op->attrs_size : 0;
+    size_t attrs_size = call->attrs ? call->attrs_size : 0;
     size_t n = (size_t)call->n_inputs + (size_t)call->n_outputs;
     size_t ptrs_bytes = n * sizeof(bp_tensor_desc *);
     size_t descs_bytes = n * sizeof(bp_tensor_desc);

@@ -393,8 +393,8 @@ static void test_op_define_and_find(void **state) {
                   "unknown op 't_never_defined'");
     BP_ASSERT_OK(bp_op_find("add", &found));
     assert_string_equal(bp_op_name(found), "add");
-    assert_string_equal(bp_op_name(-1), "(invalid op)");
-    assert_string_equal(bp_op_name(1 << 20), "(invalid op)");
+    assert_null(bp_op_name(-1));
+    assert_null(bp_op_name(1 << 20));
 
     const char *bad[] = {"", "Upper", "has space", "dash-ed", "x23456789012345678901234567890123"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)

@@ -46,7 +46,7 @@ static bp_status hpu_launch_kernel(const bp_kernel_call *call) {
     hpu_device *dev = s->device;
     hpu_backend *be = dev->backend;
     hpu_work w = hpu_work_kernel(&be->params, cost, call);
-    hpu_call *copy = hpu_call_copy(call, cost->attrs_size);
+    hpu_call *copy = hpu_call_copy(call);
     if (!copy)
         return be->host->set_error(BP_ERR_OUT_OF_MEMORY, "hpu:%d: %s: out of host memory for "
                                    "the launch record", dev->index, cost->op);
@@ -195,12 +195,12 @@ static bp_status register_kernels(hpu_backend *be) {
 }
 
 static bp_status hpu_init(const bp_host_services *host, void **out_backend) {
-    if (host->abi_minor < 3 || !BP_HOST_HAS(host, reference_dtypes) ||
+    if (host->abi_minor < 4 || !BP_HOST_HAS(host, reference_dtypes) ||
         !BP_HOST_HAS(host, run_reference_kernel) || !BP_HOST_HAS(host, register_kernel))
         return host->set_error(BP_ERR_ABI_MISMATCH,
                                "hpu: the host speaks plugin ABI %u.%u; the hpu simulator needs "
-                               "1.3 or newer (host reference kernels: reference_dtypes and "
-                               "run_reference_kernel)",
+                               "1.4 or newer (host reference kernels: reference_dtypes and "
+                               "run_reference_kernel; attrs_size in kernel calls)",
                                host->abi_major, host->abi_minor);
     hpu_backend *be = calloc(1, sizeof *be);
     if (!be)

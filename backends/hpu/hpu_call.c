@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-hpu_call *hpu_call_copy(const bp_kernel_call *call, size_t attrs_size) {
+hpu_call *hpu_call_copy(const bp_kernel_call *call) {
     size_t nargs = (size_t)call->n_inputs + (size_t)call->n_outputs;
-    size_t attrs = call->attrs ? attrs_size : 0;
+    /* hpu_init refused hosts older than ABI 1.4, whose records lack attrs_size. */
+    size_t attrs = call->attrs && BP_CALL_HAS(call, attrs_size) ? call->attrs_size : 0;
     /* Layout: the record, the descriptor pointers, the descriptors, the attributes;
      * each part keeps 8-byte alignment (descriptors hold int64, attributes doubles). */
     size_t ptr_bytes = nargs * sizeof(const bp_tensor_desc *);

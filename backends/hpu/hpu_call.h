@@ -15,9 +15,9 @@ typedef struct hpu_call {
     bp_kernel_call call; /* inputs/outputs/attrs point into this block */
 } hpu_call;
 
-/** A deep copy of `call` with `attrs_size` attribute bytes (none when call->attrs is
+/** A deep copy of `call` with its call->attrs_size attribute bytes (none when call->attrs is
  *  NULL), or NULL when out of host memory. Free with free(). */
-hpu_call *hpu_call_copy(const bp_kernel_call *call, size_t attrs_size);
+hpu_call *hpu_call_copy(const bp_kernel_call *call);
 
 /** Bytes of one element of `dtype` (0 for an invalid value). */
 size_t hpu_dtype_size(bp_dtype dtype);

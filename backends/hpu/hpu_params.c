@@ -44,33 +44,33 @@ static const hpu_params hpu_defaults = {
     .max_devices = 8,
 };
 
-/* Engine, flops and attribute size of every op the simulator runs. Bytes moved are
+/* Engine and flops of every op the simulator runs. Bytes moved are
  * always the elements of all inputs and outputs times the dtype size (sdpa is fused:
  * its scores never reach HBM). */
 const hpu_op_cost hpu_op_costs[] = {
-    /* op          engine          rule                  flops/elem  attrs */
-    {"matmul",    HPU_ENGINE_MME, HPU_FLOPS_MATMUL,     0.0, sizeof(bp_matmul_attrs)},
-    {"sdpa",      HPU_ENGINE_MME, HPU_FLOPS_SDPA,       0.0, sizeof(bp_sdpa_attrs)},
-    {"copy",      HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 0.0, 0},
-    {"fill",      HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 0.0, sizeof(bp_fill_attrs)},
-    {"cat",       HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 0.0, sizeof(bp_cat_attrs)},
-    {"add",       HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 1.0, 0},
-    {"sub",       HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 1.0, 0},
-    {"mul",       HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 1.0, 0},
-    {"div",       HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 1.0, 0},
-    {"scale",     HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 1.0, sizeof(bp_scale_attrs)},
-    {"where",     HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 1.0, 0},
-    {"exp",       HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 8.0, 0},
-    {"tanh",      HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 8.0, 0},
-    {"silu",      HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 8.0, 0},
-    {"gelu",      HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 8.0, sizeof(bp_gelu_attrs)},
-    {"softmax",   HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 5.0, sizeof(bp_softmax_attrs)},
-    {"sum",       HPU_ENGINE_TPC, HPU_FLOPS_PER_INPUT,  1.0, sizeof(bp_reduce_attrs)},
-    {"max",       HPU_ENGINE_TPC, HPU_FLOPS_PER_INPUT,  1.0, sizeof(bp_reduce_attrs)},
-    {"mean",      HPU_ENGINE_TPC, HPU_FLOPS_PER_INPUT,  1.0, sizeof(bp_reduce_attrs)},
-    {"rmsnorm",   HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 5.0, sizeof(bp_norm_attrs)},
-    {"layernorm", HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 5.0, sizeof(bp_norm_attrs)},
-    {"rope",      HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 6.0, sizeof(bp_rope_attrs)},
+    /* op          engine          rule                  flops/elem */
+    {"matmul",    HPU_ENGINE_MME, HPU_FLOPS_MATMUL,     0.0},
+    {"sdpa",      HPU_ENGINE_MME, HPU_FLOPS_SDPA,       0.0},
+    {"copy",      HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 0.0},
+    {"fill",      HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 0.0},
+    {"cat",       HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 0.0},
+    {"add",       HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 1.0},
+    {"sub",       HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 1.0},
+    {"mul",       HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 1.0},
+    {"div",       HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 1.0},
+    {"scale",     HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 1.0},
+    {"where",     HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 1.0},
+    {"exp",       HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 8.0},
+    {"tanh",      HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 8.0},
+    {"silu",      HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 8.0},
+    {"gelu",      HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 8.0},
+    {"softmax",   HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 5.0},
+    {"sum",       HPU_ENGINE_TPC, HPU_FLOPS_PER_INPUT,  1.0},
+    {"max",       HPU_ENGINE_TPC, HPU_FLOPS_PER_INPUT,  1.0},
+    {"mean",      HPU_ENGINE_TPC, HPU_FLOPS_PER_INPUT,  1.0},
+    {"rmsnorm",   HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 5.0},
+    {"layernorm", HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 5.0},
+    {"rope",      HPU_ENGINE_TPC, HPU_FLOPS_PER_OUTPUT, 6.0},
 };
 const int hpu_op_cost_count = (int)(sizeof hpu_op_costs / sizeof hpu_op_costs[0]);
 

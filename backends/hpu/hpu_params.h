@@ -34,7 +34,6 @@ typedef struct hpu_op_cost {
     hpu_engine engine;
     hpu_flops_rule rule;
     double flops_per_elem;  /* for the PER_OUTPUT / PER_INPUT rules */
-    size_t attrs_size;      /* sizeof its attribute struct (<backplane/op_attrs.h>), 0 if none */
 } hpu_op_cost;
 
 typedef struct hpu_params {

@@ -26,7 +26,14 @@ BP_API bp_status bp_op_define(const char *name, size_t attrs_size, bp_op_id *out
 /** The id of a defined op. Errors: BP_ERR_NOT_FOUND naming the op. */
 BP_API bp_status bp_op_find(const char *name, bp_op_id *out_op);
 
-/** Name of an op id, or "(invalid op)". */
+/** Number of defined ops: the built-in ops of <backplane/ops.h> first, then those
+ *  defined with bp_op_define. The op ids are 0 .. bp_op_count() - 1, so
+ *      for (int i = 0; i < bp_op_count(); i++) puts(bp_op_name(i));
+ *  lists every op once. The count only grows. */
+BP_API int bp_op_count(void);
+
+/** Name of op id `op` ("add"), or NULL when `op` is not below bp_op_count(). The
+ *  string lives as long as the process. */
 BP_API const char *bp_op_name(bp_op_id op);
 
 /** Registers a kernel from inside the process, for every device of `device_type`

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define BP_PLUGIN_ABI_MAJOR 1
-#define BP_PLUGIN_ABI_MINOR 3
+#define BP_PLUGIN_ABI_MINOR 4
 /** Oldest minor version of the current major that this host can drive. */
 #define BP_PLUGIN_ABI_MINOR_REQUIRED 0
 
@@ -61,7 +61,24 @@ typedef struct bp_tensor_desc {
 } bp_tensor_desc;
 
 /** One op call as a kernel receives it. The kernel enqueues the work on `stream` and
- *  returns; everything the record points to is valid only during the call. */
+ *  returns; everything the record points to is valid only during the call.
+ *
+ *  What a kernel may touch (the conformance suite checks it: group ops, canaries
+ *  around every output inside its allocation):
+ *  - it writes exactly the elements of each output view: not the gaps of a strided
+ *    view, and not memory past the view's last element, even inside the same
+ *    allocation (the allocator rounds sizes up, so such writes would otherwise go
+ *    unseen, and a view may be a slice of a larger tensor the user still reads);
+ *  - it reads only the elements of its input views (and of an output it writes);
+ *  - an output overlaps an input only as the op library allows (ops/checks.c): for
+ *    the elementwise ops add, sub, mul, div, scale, exp, tanh, silu, gelu and where,
+ *    an output may be the identical view of an input (same address, dtype, shape and
+ *    strides: in place), so a kernel reads an element before it writes that element
+ *    and never reads it after; every other overlap, and any overlap for the other
+ *    ops, is refused before dispatch (copy onto its identical view does nothing);
+ *  - numerics: results stay within the bound docs/ops.md ("Numerics") gives for the
+ *    op and dtype: kernels accumulate in at least f32 and round every result to the
+ *    output dtype to nearest, ties to even. */
 typedef struct bp_kernel_call {
     uint32_t struct_size;
     int32_t op;              /**< op id (bp_op_find) */
@@ -75,7 +92,19 @@ typedef struct bp_kernel_call {
     const bp_tensor_desc *const *outputs; /**< n_outputs descriptors */
     const void *attrs;       /**< the op's attribute struct (<backplane/ops.h>), or NULL */
     void *kernel_data;       /**< the pointer given when the kernel was registered */
+    /* ABI 1.4 */
+    /** sizeof the attribute struct `attrs` points to (the size the op was defined with),
+     *  0 when attrs is NULL: a backend that defers the launch copies this many bytes,
+     *  without a table of sizes of its own. A host older than 1.4 passes a record that
+     *  ends before it: read it only when BP_CALL_HAS(call, attrs_size). */
+    size_t attrs_size;
 } bp_kernel_call;
+
+/** Nonzero when the kernel call record `call` has `field`: the host's record (its
+ *  struct_size) reaches it. A host built against an older header passes a shorter one.
+ *      size_t n = BP_CALL_HAS(call, attrs_size) ? call->attrs_size : my_fallback; */
+#define BP_CALL_HAS(call, field) \
+    ((call)->struct_size >= offsetof(bp_kernel_call, field) + sizeof((call)->field))
 
 /** A kernel. Errors go through host->set_error. */
 typedef bp_status (*bp_kernel_fn)(const bp_kernel_call *call);
@@ -124,6 +153,15 @@ typedef struct bp_host_services {
      *  are read. BP_ERR_UNSUPPORTED (with set_error) when the host has no reference
      *  kernel for the pair. */
     bp_status (*run_reference_kernel)(const bp_kernel_call *call);
+    /* ABI 1.4 */
+    /** Number of ops the host knows (the built-in ops of <backplane/ops.h> first, then
+     *  those the application defined): the op ids are 0 .. op_count() - 1. The count
+     *  only grows (an application may define ops later). */
+    int32_t (*op_count)(void);
+    /** Name of op id `index` ("add"), or NULL when `index` is not below op_count().
+     *  The string lives as long as the host. With op_count, a plugin lists the ops
+     *  instead of copying their names from docs/ops.md. */
+    const char *(*op_name)(int32_t index);
 } bp_host_services;
 
 /** What the backend reports about one of its devices (host fills struct_size). */
@@ -147,7 +185,11 @@ typedef struct bp_device_vtable {
     bp_status (*get_props)(void *backend, int index, bp_backend_device_props *props);
     bp_status (*open)(void *backend, int index, void **out_device);
     void (*close)(void *device);
-    /** Current free and total bytes. */
+    /** Current free and total bytes: *out_free <= *out_total, always (conformance:
+     *  device.mem_info_free_within_total). *out_total is the memory of the device, the
+     *  total_memory that get_props reports (the host's allocator refuses requests
+     *  above props.total_memory); the cpu, hpu and opencl backends report exactly that
+     *  value, the cuda backend the driver's cuMemGetInfo total. */
     bp_status (*mem_info)(void *device, uint64_t *out_free, uint64_t *out_total);
     /** Waits for all work on all streams of the device. */
     bp_status (*synchronize)(void *device);
@@ -160,9 +202,13 @@ typedef struct bp_stream_vtable {
     /** Called only after synchronize() returned; frees the stream. */
     void (*destroy)(void *stream);
     bp_status (*synchronize)(void *stream);
-    /** BP_OK when idle, BP_ERR_NOT_READY when not (without set_error). */
+    /** BP_OK when idle, BP_ERR_NOT_READY when not (without set_error): NOT_READY while
+     *  any work enqueued on the stream is not complete, including work it waits on
+     *  through wait_event on other streams (conformance: streams). */
     bp_status (*query)(void *stream);
-    /** Later work on `stream` waits for `event` (recorded, on the same backend). */
+    /** Later work on `stream` waits for `event` (recorded, on the same backend).
+     *  Enqueues the dependency and returns at once: it never blocks the host thread
+     *  waiting for the event (conformance: streams). */
     bp_status (*wait_event)(void *stream, void *event);
     /* ABI 1.1 */
     /** Enqueues a host function: fn(arg) runs on a host thread once the work enqueued
@@ -179,11 +225,21 @@ typedef struct bp_event_vtable {
     /** `timing`: nonzero when the event must take timestamps. */
     bp_status (*create)(void *device, int timing, void **out_event);
     void (*destroy)(void *event);
+    /** Marks the point of `stream` after the work enqueued so far; the event is
+     *  reached (completes) when all that work has completed. */
     bp_status (*record)(void *event, void *stream);
-    /** BP_OK when complete, BP_ERR_NOT_READY when not (without set_error). */
+    /** BP_OK when complete, BP_ERR_NOT_READY when not (without set_error): NOT_READY
+     *  while any work enqueued on the stream before the record is not complete,
+     *  including work that stream waits on through wait_event on other streams
+     *  (conformance: events). */
     bp_status (*query)(void *event);
     bp_status (*synchronize)(void *event);
-    /** Both events complete and timed. Optional when no device has BP_CAP_TIMED_EVENTS. */
+    /** Both events complete and timed. *out_ms is the time in milliseconds (a float,
+     *  fractions included) between the moments the stream *reached* `start` and `end`
+     *  (all work enqueued before each record had completed), never between the calls
+     *  of record(); start was reached before end, so it is >= 0 (conformance: events,
+     *  against host wall time for a known amount of device work). Optional when no
+     *  device has BP_CAP_TIMED_EVENTS. */
     bp_status (*elapsed_ms)(void *start, void *end, float *out_ms);
 } bp_event_vtable;
 
@@ -209,14 +265,24 @@ typedef struct bp_memory_vtable {
      *  malloc) unless the device reports BP_CAP_PINNED_HOST. */
     bp_status (*host_alloc)(void *device, size_t size, void **out_ptr);
     void (*host_free)(void *device, void *ptr);
-    /** Enqueues a copy on `stream` (of the device the device pointers belong to). */
+    /** Enqueues a copy on `stream` (of the device the device pointers belong to).
+     *  Like every enqueue (copy_async, copy_peer_async, memset_async, kernels): ordered
+     *  behind all earlier work on the stream, whatever its size and whatever the host
+     *  memory (pageable or from host_alloc); the host keeps the buffers alive and
+     *  unchanged until then (conformance: memory, streams). The host never passes
+     *  overlapping source and destination ranges: the public bp_memory_copy_async
+     *  copies overlapping ranges of one device as memmove does, and the core stages
+     *  such a copy itself (<backplane/memory.h>). */
     bp_status (*copy_async)(void *stream, void *dst, const void *src, size_t size,
                             bp_copy_kind kind);
     /** Enqueues a copy from `src` on `src_device` to `dst` on `dst_device`, two devices
-     *  of this backend, on `stream` of either. Optional: required with BP_CAP_PEER_COPY. */
+     *  of this backend, on `stream` of either, ordered as copy_async; the ranges never
+     *  overlap. Optional: required with BP_CAP_PEER_COPY (conformance: memory, peer
+     *  copies of sizes crossing chunk boundaries when the device reports it). */
     bp_status (*copy_peer_async)(void *stream, void *dst, void *dst_device, const void *src,
                                  void *src_device, size_t size);
-    /** Enqueues setting `size` bytes at `ptr` to the byte `value`. */
+    /** Enqueues setting `size` bytes at `ptr` to the byte `value`, ordered as
+     *  copy_async; it writes exactly those bytes (conformance: memory). */
     bp_status (*memset_async)(void *stream, void *ptr, int value, size_t size);
 } bp_memory_vtable;
 
@@ -232,8 +298,10 @@ typedef struct bp_guard_vtable {
     /** Stores in *out_index the index (as given to open) of the device that the backend
      *  itself holds current on the calling thread: its own notion, e.g. the device of
      *  the CUDA context current on the thread, whoever made it current. Returns
-     *  BP_ERR_NOT_FOUND (without set_error) when it has none on this thread. Optional:
-     *  what bp_device_backend_current reports. */
+     *  BP_ERR_NOT_FOUND (without set_error) when it has none on this thread. Per thread:
+     *  the calling thread's own current device, which a set_current on another thread
+     *  never changes (conformance: guards). Optional: what bp_device_backend_current
+     *  reports. */
     bp_status (*get_current)(void *backend, int *out_index);
 } bp_guard_vtable;
 
