@@ -8,8 +8,11 @@
  *   NO_DEVICES            valid, but finds no hardware (count 0 with a reason)
  *   BROKEN_REGION_OLD_ABI a region vtable in a plugin declaring ABI 1.2 (before regions)
  *   BROKEN_REGION_NO_END  a region vtable without its end function
+ *   OP_LIST               valid, no devices; its unavailable reason is the op list that
+ *                         host->op_count and host->op_name gave its init (test_op_names)
  * Everything else is a valid stub, so each fails for exactly its one reason. */
 #include <stddef.h>
+#include <stdio.h>
 
 #include <backplane/plugin.h>
 
@@ -29,6 +32,8 @@
 #define PLUGIN_NAME "regionold"
 #elif defined(BROKEN_REGION_NO_END)
 #define PLUGIN_NAME "regionnoend"
+#elif defined(OP_LIST)
+#define PLUGIN_NAME "oplist"
 #else
 #error "define one of the cases listed at the top"
 #endif
@@ -44,7 +49,33 @@ static bp_status stub_kernel(const bp_kernel_call *call) {
 }
 #endif
 
+#ifdef OP_LIST
+static char op_list[1024];
+
+/* "<count>:<name 0>,<name 1>,...;op_name(count)=NULL;op_name(-1)=NULL", as the host
+ * services give them (a name that should be NULL and is not shows as "set"). */
+static void list_ops(const bp_host_services *host) {
+    if (!BP_HOST_HAS(host, op_count) || !BP_HOST_HAS(host, op_name)) {
+        snprintf(op_list, sizeof op_list, "the host services lack op_count/op_name");
+        return;
+    }
+    int32_t n = host->op_count();
+    size_t used = (size_t)snprintf(op_list, sizeof op_list, "%d:", (int)n);
+    for (int32_t i = 0; i < n && used < sizeof op_list; i++) {
+        const char *name = host->op_name(i);
+        used += (size_t)snprintf(op_list + used, sizeof op_list - used, "%s%s", i ? "," : "",
+                                 name ? name : "(NULL)");
+    }
+    if (used < sizeof op_list)
+        snprintf(op_list + used, sizeof op_list - used, ";op_name(count)=%s;op_name(-1)=%s",
+                 host->op_name(n) ? "set" : "NULL", host->op_name(-1) ? "set" : "NULL");
+}
+#endif
+
 static bp_status stub_init(const bp_host_services *host, void **out_backend) {
+#ifdef OP_LIST
+    list_ops(host);
+#endif
 #ifdef BROKEN_BAD_INIT
     /* A kernel registered before the failure must not outlive the plugin. */
     host->register_kernel(PLUGIN_NAME, "fill", BP_DTYPE_F32, stub_kernel, NULL, 0);
@@ -58,7 +89,11 @@ static bp_status stub_init(const bp_host_services *host, void **out_backend) {
 
 static int stub_count(void *backend) { return 0; }
 static const char *stub_unavailable(void *backend) {
+#ifdef OP_LIST
+    return op_list;
+#else
     return "simulated: no " PLUGIN_NAME " hardware present";
+#endif
 }
 static bp_status stub_get_props(void *backend, int index, bp_backend_device_props *props) {
     return BP_ERR_NOT_FOUND;
