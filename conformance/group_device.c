@@ -116,9 +116,6 @@ static void test_properties(void **state) {
         print_message("note: description is empty\n");
     if (p.total_memory == 0)
         fail_msg("total_memory is 0");
-    if (p.free_memory > p.total_memory)
-        fail_msg("free_memory %" PRIu64 " exceeds total_memory %" PRIu64, p.free_memory,
-                 p.total_memory);
     if (!(p.dtypes & BP_DTYPE_BIT(BP_DTYPE_F32)))
         fail_msg("dtypes 0x%x lacks f32", p.dtypes);
     if (p.dtypes >> BP_DTYPE_COUNT)
@@ -149,6 +146,35 @@ static void test_properties(void **state) {
                                  "stream_priority_least");
     print_message("%s: %s, %" PRIu64 " bytes, capabilities 0x%x, dtypes 0x%x\n", p.name,
                   p.description, p.total_memory, p.capabilities, p.dtypes);
+}
+
+/* ---- mem_info_free_within_total ---- */
+
+/* free_memory and total_memory come from the backend's mem_info; the ABI says free <=
+ * total (plugin.h), idle and with memory in use. */
+static void test_mem_info_free_within_total(void **state) {
+    const char *type = bp_conf.props.type;
+    int checked = 0;
+    for (int ord = 0; ord < bp_device_count(); ord++) {
+        bp_device *dev = NULL;
+        BP_CONF_OK(bp_device_get(ord, &dev));
+        if (strcmp(props_of(dev).type, type) != 0)
+            continue;
+        enum { BLOCK = 1 << 20 };
+        void *block = NULL;
+        for (int in_use = 0; in_use < 2; in_use++) {
+            if (in_use)
+                BP_CONF_OK(bp_memory_alloc(dev, BLOCK, NULL, &block));
+            bp_device_props p = props_of(dev);
+            if (p.free_memory > p.total_memory)
+                fail_msg("%s %s: free_memory %" PRIu64 " exceeds total_memory %" PRIu64,
+                         bp_device_name(dev), in_use ? "with a 1 MiB block allocated" : "idle",
+                         p.free_memory, p.total_memory);
+        }
+        BP_CONF_OK(bp_memory_free(dev, block));
+        checked++;
+    }
+    print_message("free_memory <= total_memory on %d device(s) of type '%s'\n", checked, type);
 }
 
 /* ---- open_by_name_variants ---- */
@@ -224,6 +250,9 @@ static const bp_conf_test device_tests[] = {
     {"properties", test_properties,
      "properties are consistent (names, memory, f32, priorities) and a smaller struct_size is "
      "honoured", NULL},
+    {"mem_info_free_within_total", test_mem_info_free_within_total,
+     "mem_info gives free <= total on every device of the type, idle and with a block in use",
+     NULL},
     {"open_by_name_variants", test_open_by_name_variants,
      "\"type\" is \"type:0\"; names are case-insensitive", NULL},
     {"synchronize_idle", test_synchronize_idle,

@@ -20,6 +20,9 @@
  *   oom_abort         an allocation larger than the memory the device has left
  *                     aborts instead of failing with BP_ERR_OUT_OF_MEMORY
  *   query_hang        stream query never returns
+ *   mem_info_free_above_total
+ *                     mem_info of the last device reports more free memory than its
+ *                     total (the first device is right)
  *
  * BROKEN_GUARD_ABI_1_0 builds a copy that declares ABI 1.1 and a guard table of the
  * 1.0 size: the host must not see its get_current (the loader tests).
@@ -63,6 +66,7 @@ typedef enum broken_defect {
     DEFECT_GUARD_NO_RESTORE,
     DEFECT_OOM_ABORT,
     DEFECT_QUERY_HANG,
+    DEFECT_MEM_INFO_FREE_ABOVE_TOTAL,
     DEFECT_COUNT
 } broken_defect;
 
@@ -81,6 +85,8 @@ static const struct {
     [DEFECT_OOM_ABORT] = {"oom_abort",
                           "an allocation larger than the device's free memory aborts"},
     [DEFECT_QUERY_HANG] = {"query_hang", "stream query never returns"},
+    [DEFECT_MEM_INFO_FREE_ABOVE_TOTAL] = {"mem_info_free_above_total",
+                                          "the last device's mem_info reports free > total"},
 };
 
 /* ---- state ---- */
@@ -249,8 +255,17 @@ static bp_status broken_open(void *backend, int index, void **out_device) {
 static void broken_close(void *device) {}
 
 static bp_status broken_mem_info(void *device, uint64_t *out_free, uint64_t *out_total) {
-    broken_backend *b = ((broken_device *)device)->backend;
-    return b->cpu->device->mem_info(b->cpu_device, out_free, out_total);
+    broken_device *d = device;
+    broken_backend *b = d->backend;
+    uint64_t free_bytes = 0, total = 0;
+    bp_status st = b->cpu->device->mem_info(b->cpu_device, &free_bytes, &total);
+    if (st == BP_OK && has(b, DEFECT_MEM_INFO_FREE_ABOVE_TOTAL) && d->index == BROKEN_DEVICES - 1)
+        free_bytes = total + ((uint64_t)1 << 20);
+    if (out_free)
+        *out_free = free_bytes;
+    if (out_total)
+        *out_total = total;
+    return st;
 }
 
 /* Both devices share the cpu device, so this also waits for the other's streams:
