@@ -178,6 +178,18 @@ static void child_attrs_size(void *arg) {
     bp_tensor_release(q);
 }
 
+/* A record from a host older than ABI 1.4 ends before attrs_size: BP_CALL_HAS says so. */
+static void test_call_has_guards_old_records(void **state) {
+    (void)state;
+    bp_kernel_call call;
+    memset(&call, 0, sizeof call);
+    call.struct_size = (uint32_t)offsetof(bp_kernel_call, attrs_size); /* a 1.3 record */
+    assert_false(BP_CALL_HAS(&call, attrs_size));
+    assert_true(BP_CALL_HAS(&call, kernel_data));
+    call.struct_size = (uint32_t)sizeof call;
+    assert_true(BP_CALL_HAS(&call, attrs_size));
+}
+
 static void test_kernel_sees_attrs_size(void **state) {
     (void)state;
     assert_int_equal(bp_test_run_child(child_attrs_size, NULL, NULL), 0);
@@ -190,6 +202,7 @@ int main(void) {
         cmocka_unit_test(test_defined_op_joins_the_list),
         cmocka_unit_test(test_host_services_list),
         cmocka_unit_test(test_kernel_sees_attrs_size),
+        cmocka_unit_test(test_call_has_guards_old_records),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
