@@ -19,26 +19,6 @@
 #define SLOW_ROUNDS 16
 #define MAX_DEPTH 8
 
-/* Another device of the type under test (the one with the lowest other index), or
- * NULL when the device is the only one of its type. */
-static bp_device *second_device(void) {
-    bp_device *found = NULL;
-    int found_index = 0;
-    int n = bp_device_count();
-    for (int i = 0; i < n; i++) {
-        bp_device *d = NULL;
-        bp_device_props p = {.struct_size = sizeof p};
-        if (bp_device_get(i, &d) != BP_OK || d == bp_conf.device ||
-            bp_device_get_props(d, &p) != BP_OK || strcmp(p.type, bp_conf.props.type) != 0)
-            continue;
-        if (!found || p.index < found_index) {
-            found = d;
-            found_index = p.index;
-        }
-    }
-    return found;
-}
-
 static const char *name_of(const bp_device *d) {
     return d ? bp_device_name(d) : "(none)";
 }
@@ -67,7 +47,7 @@ static bp_stream *default_stream(void) {
  * one): each begin makes its device current, each end restores the one before. */
 static void test_nesting_restores(void **state) {
     (void)state;
-    bp_device *dev = bp_conf.device, *other = second_device();
+    bp_device *dev = bp_conf.device, *other = bp_conf_second_device();
     if (!other)
         other = dev;
     bp_device *base = bp_current_device();
@@ -192,7 +172,7 @@ static void *per_thread_main(void *p) {
  * sees the other's. */
 static void test_per_thread(void **state) {
     (void)state;
-    bp_device *dev = bp_conf.device, *other = second_device();
+    bp_device *dev = bp_conf.device, *other = bp_conf_second_device();
     bp_device *process_default = NULL;
     BP_CONF_OK(bp_device_default(&process_default));
     per_thread t = {
@@ -362,7 +342,7 @@ static void test_backend_follows_nested_guards(void **state) {
         fail_msg("bp_device_backend_current returned %s: %s", bp_status_str(st),
                  bp_last_error());
 
-    bp_device *lo = bp_conf.device, *hi = second_device();
+    bp_device *lo = bp_conf.device, *hi = bp_conf_second_device();
     if (!hi) {
         hi = lo;
         print_message("only one %s device: nesting over %s alone\n", bp_conf.props.type,
