@@ -159,7 +159,7 @@ void bp_conf_expect_bytes_at(const char *file, int line, bp_stream *stream, cons
                              const void *want, size_t n, const char *what) {
     unsigned char *host = download(file, line, stream, src, n);
     const unsigned char *w = want;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = memcmp(host, w, n) ? 0 : n; i < n; i++) /* memcmp: fast when all match */
         if (host[i] != w[i]) {
             unsigned got = host[i];
             free(host);

@@ -35,10 +35,26 @@ static bp_device_props props_now(void) {
 
 /* Index of the first byte where a and b differ, or n when none. */
 static size_t first_difference(const unsigned char *a, const unsigned char *b, size_t n) {
+    if (memcmp(a, b, n) == 0) /* the common case, fast also under sanitizers */
+        return n;
     for (size_t i = 0; i < n; i++)
         if (a[i] != b[i])
             return i;
     return n;
+}
+
+/* dst[i] = ~src[i] for i < n, eight bytes at a time: a byte a copy skips keeps a value
+ * that cannot match. */
+static void complement_bytes(unsigned char *dst, const unsigned char *src, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, src + i, 8);
+        w = ~w;
+        memcpy(dst + i, &w, 8);
+    }
+    for (; i < n; i++)
+        dst[i] = (unsigned char)~src[i];
 }
 
 /* Describes index `i` of a buffer of `total` bytes relative to the written range
@@ -270,8 +286,7 @@ static void expect_buffer(const unsigned char *got, const unsigned char *want, s
 static void expect_device(copy_rig *r, const unsigned char *d, const unsigned char *m, size_t lo,
                           size_t n, const char *where, enum copy_dir dir, size_t so, size_t dof) {
     /* Pre-set to the complement so that a byte the download skips cannot match. */
-    for (size_t i = 0; i < CS_BYTES; i++)
-        r->back[i] = (unsigned char)~m[i];
+    complement_bytes(r->back, m, CS_BYTES);
     BP_CONF_OK(bp_conf_download(r->s, d, CS_BYTES, r->back));
     expect_buffer(r->back, m, lo, n, CS_BYTES, where, dir, so, dof);
 }
@@ -362,8 +377,7 @@ static void overlap_case(bp_stream *s, unsigned char *d, unsigned char *want, un
                          size_t from, size_t to, size_t n) {
     BP_CONF_OK(bp_memory_copy_async(d + to, bp_conf.device, d + from, bp_conf.device, n, s));
     memmove(want + to, want + from, n);
-    for (size_t i = 0; i < OV_BYTES; i++)
-        got[i] = (unsigned char)~want[i]; /* a byte the download skips cannot match */
+    complement_bytes(got, want, OV_BYTES); /* a byte the download skips cannot match */
     BP_CONF_OK(bp_conf_download(s, d, OV_BYTES, got));
     size_t bad = first_difference(got, want, OV_BYTES);
     if (bad == OV_BYTES)
@@ -383,14 +397,15 @@ static void test_overlapping_copies(void **state) {
     bp_stream *s = bp_conf_stream();
     unsigned char *d = bp_conf_alloc(OV_BYTES, s);
     unsigned char *want = bp_conf_host_buffer(OV_BYTES), *got = bp_conf_host_buffer(OV_BYTES);
-    uint64_t seed = bp_conf_test_seed();
+    /* Fresh random contents for each case, taken from a pool at a new offset: after a
+     * shift, neighbouring bytes repeat, and a skipped byte could match by chance. */
+    unsigned char *pool = bp_conf_host_buffer(2 * OV_BYTES);
+    bp_conf_random_bytes(pool, 2 * OV_BYTES, bp_conf_test_seed());
     size_t round = 0;
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
         for (size_t j = 0; j < sizeof shifts / sizeof shifts[0]; j++)
             for (int forward = 0; forward < 2; forward++, round++) {
-                /* Fresh random contents each time: after a shift, neighbouring bytes
-                 * repeat, and a skipped byte could match by chance. */
-                bp_conf_random_bytes(want, OV_BYTES, seed + round);
+                memcpy(want, pool + round * 4099 % OV_BYTES, OV_BYTES);
                 BP_CONF_OK(bp_conf_upload(s, d, want, OV_BYTES));
                 size_t lo = OV_GUARD + OV_MAX_SHIFT + bases[round % 3], hi = lo + shifts[j];
                 overlap_case(s, d, want, got, forward ? lo : hi, forward ? hi : lo, sizes[k]);
@@ -398,6 +413,7 @@ static void test_overlapping_copies(void **state) {
     overlap_case(s, d, want, got, OV_GUARD + 1, OV_GUARD + 1, 65537); /* dst == src */
     BP_CONF_OK(bp_memory_free(bp_conf.device, d));
     BP_CONF_OK(bp_stream_destroy(s));
+    free(pool);
     free(want);
     free(got);
 }
@@ -430,8 +446,7 @@ typedef struct peer_side {
 static void peer_case(peer_side *from, peer_side *to, bp_stream *s, size_t n, size_t so,
                       size_t dof) {
     unsigned char *src_m = from->m + PEER_GUARD + so, *dst_m = to->m + PEER_GUARD + dof;
-    for (size_t i = 0; i < n; i++)
-        dst_m[i] = (unsigned char)~src_m[i];
+    complement_bytes(dst_m, src_m, n);
     BP_CONF_OK(bp_conf_upload(to->s, to->d + PEER_GUARD + dof, dst_m, n));
     BP_CONF_OK(bp_memory_copy_async(to->d + PEER_GUARD + dof, to->dev,
                                     from->d + PEER_GUARD + so, from->dev, n, s));
@@ -443,6 +458,15 @@ static void peer_case(peer_side *from, peer_side *to, bp_stream *s, size_t n, si
              n, from->name, so, to->name, dof, bp_stream_device(s) == to->dev ? to->name :
              from->name, PEER_GUARD, PEER_GUARD);
     bp_conf_expect_bytes(to->s, to->d + dof, to->m + dof, PEER_GUARD + n + PEER_GUARD, what);
+}
+
+/* Fills p[0, n) with random bytes cheaply for tens of MiB: a random tile of a prime
+ * length (so that it lines up with no power-of-two chunk), repeated. */
+static void random_tiles(unsigned char *p, size_t n, uint64_t seed) {
+    const size_t tile = 65521;
+    bp_conf_random_bytes(p, n < tile ? n : tile, seed);
+    for (size_t at = tile; at < n; at += tile)
+        memcpy(p + at, p, n - at < tile ? n - at : tile);
 }
 
 /* Room for the largest copy of the test at the largest offset, with guards. */
@@ -484,19 +508,21 @@ static void test_peer_copies(void **state) {
     BP_CONF_OK(bp_memory_alloc(other, span, b.s, (void **)&b.d));
     a.m = bp_conf_host_buffer(span);
     b.m = bp_conf_host_buffer(span);
-    bp_conf_random_bytes(a.m, span, seed ^ 1);
-    bp_conf_random_bytes(b.m, span, seed ^ 2);
+    random_tiles(a.m, span, seed ^ 1);
+    random_tiles(b.m, span, seed ^ 2);
     BP_CONF_OK(bp_conf_upload(a.s, a.d, a.m, span));
     BP_CONF_OK(bp_conf_upload(b.s, b.d, b.m, span));
 
+    /* Each size both ways; the stream alternates between the source's and the
+     * destination's from one case to the next, so each direction runs on both. */
     size_t round = 0;
     for (size_t k = 0; k < n_sizes; k++)
-        for (int dir = 0; dir < 2; dir++)
-            for (int on_dst = 0; on_dst < 2; on_dst++, round++) {
-                peer_side *from = dir ? &b : &a, *to = dir ? &a : &b;
-                const size_t *off = peer_offsets[round % 4];
-                peer_case(from, to, on_dst ? to->s : from->s, peer_sizes[k], off[0], off[1]);
-            }
+        for (int dir = 0; dir < 2; dir++, round++) {
+            peer_side *from = dir ? &b : &a, *to = dir ? &a : &b;
+            const size_t *off = peer_offsets[round % 4];
+            bool on_dst = (k + dir) % 2;
+            peer_case(from, to, on_dst ? to->s : from->s, peer_sizes[k], off[0], off[1]);
+        }
     BP_CONF_OK(bp_memory_free(bp_conf.device, a.d));
     BP_CONF_OK(bp_memory_free(other, b.d));
     BP_CONF_OK(bp_stream_destroy(a.s));
@@ -529,8 +555,7 @@ static void test_memset(void **state) {
             BP_CONF_OK(bp_conf_upload(s, d, want, CS_BYTES));
             BP_CONF_OK(bp_memory_set_async(dev, d + at, value, n, s));
             memset(want + at, value, n);
-            for (size_t i = 0; i < CS_BYTES; i++)
-                got[i] = (unsigned char)~want[i]; /* a byte the download skips cannot match */
+            complement_bytes(got, want, CS_BYTES); /* a byte the download skips cannot match */
             BP_CONF_OK(bp_conf_download(s, d, CS_BYTES, got));
             size_t bad = first_difference(got, want, CS_BYTES);
             if (bad < CS_BYTES) {
