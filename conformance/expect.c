@@ -1,6 +1,8 @@
-/* Device-memory checks that fail the running test (expect.h). */
+/* Device-memory checks that fail the running test (expect.h). Each "_at" function
+ * fails at its caller's file and line, which its macro passes. */
 #include "expect.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -8,113 +10,160 @@
 #include "conformance.h"
 #include "work.h"
 
-void *bp_conf_alloc(size_t size, bp_stream *stream) {
+void bp_conf_fail_at(const char *file, int line, const char *fmt, ...) {
+    char message[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    print_error("ERROR: %s\n", message);
+    _fail(file, line);
+    abort(); /* not reached: _fail leaves the test (cmocka does not declare it noreturn) */
+}
+
+/* fail_msg and BP_CONF_OK at the caller's location: `file` and `line` are the
+ * parameters of the "_at" function they are used in. */
+#define FAIL_AT(...) bp_conf_fail_at(file, line, __VA_ARGS__)
+#define OK_AT(expr)                                                                          \
+    do {                                                                                     \
+        bp_status ok_at_st_ = (expr);                                                        \
+        if (ok_at_st_ != BP_OK)                                                              \
+            FAIL_AT("%s returned %s: %s", #expr, bp_status_str(ok_at_st_), bp_last_error()); \
+    } while (0)
+
+void *bp_conf_alloc_at(const char *file, int line, size_t size, bp_stream *stream) {
     void *p = NULL;
-    BP_CONF_OK(bp_memory_alloc(bp_conf.device, size, stream, &p));
+    OK_AT(bp_memory_alloc(bp_conf.device, size, stream, &p));
     if (size && !p)
-        fail_msg("bp_memory_alloc(%zu bytes) returned BP_OK and a NULL pointer", size);
+        FAIL_AT("bp_memory_alloc(%zu bytes) returned BP_OK and a NULL pointer", size);
     return p;
 }
 
-bp_stream *bp_conf_stream(void) {
+bp_stream *bp_conf_stream_at(const char *file, int line) {
     bp_stream *s = NULL;
-    BP_CONF_OK(bp_stream_create(bp_conf.device, 0, &s));
+    OK_AT(bp_stream_create(bp_conf.device, 0, &s));
     return s;
 }
 
-void *bp_conf_host_buffer(size_t n) {
+void *bp_conf_host_buffer_at(const char *file, int line, size_t n) {
     void *p = malloc(n ? n : 1);
     if (!p)
-        fail_msg("cannot allocate %zu bytes of host memory", n);
+        FAIL_AT("cannot allocate %zu bytes of host memory", n);
     return p;
 }
 
-void *bp_conf_filled_buffer(bp_stream *stream, size_t n, int value) {
-    void *x = bp_conf_alloc(n, stream);
-    BP_CONF_OK(bp_memory_set_async(bp_conf.device, x, value, n, stream));
-    BP_CONF_OK(bp_stream_synchronize(stream));
+void *bp_conf_filled_buffer_at(const char *file, int line, bp_stream *stream, size_t n,
+                               int value) {
+    void *x = bp_conf_alloc_at(file, line, n, stream);
+    unsigned char *host = bp_conf_host_buffer_at(file, line, n);
+    memset(host, value, n);
+    bp_status st = bp_conf_upload(stream, x, host, n);
+    free(host);
+    OK_AT(st);
     return x;
 }
 
-bp_conf_overwrite bp_conf_overwrite_prepare(bp_stream *writer, size_t n) {
+bp_device *bp_conf_second_device(void) {
+    bp_device *found = NULL;
+    int found_index = 0;
+    int n = bp_device_count();
+    for (int i = 0; i < n; i++) {
+        bp_device *d = NULL;
+        bp_device_props p = {.struct_size = sizeof p};
+        if (bp_device_get(i, &d) != BP_OK || d == bp_conf.device ||
+            bp_device_get_props(d, &p) != BP_OK || strcmp(p.type, bp_conf.props.type) != 0)
+            continue;
+        if (!found || p.index < found_index) {
+            found = d;
+            found_index = p.index;
+        }
+    }
+    return found;
+}
+
+bp_conf_overwrite bp_conf_overwrite_prepare_at(const char *file, int line, bp_stream *writer,
+                                               size_t n) {
     bp_conf_overwrite w = {.writer = writer, .n = n};
     uint64_t rng = bp_conf_test_seed();
     bp_conf_two_bytes(&rng, &w.old_value, &w.new_value);
-    w.x = bp_conf_filled_buffer(writer, n, w.old_value);
+    w.x = bp_conf_filled_buffer_at(file, line, writer, n, w.old_value);
     return w;
 }
 
-void bp_conf_overwrite_start(const bp_conf_overwrite *w, int rounds) {
-    BP_CONF_OK(bp_conf_slow_fill(w->writer, w->x, w->n, w->new_value, rounds));
+void bp_conf_overwrite_start_at(const char *file, int line, const bp_conf_overwrite *w,
+                                int rounds) {
+    OK_AT(bp_conf_slow_fill(w->writer, w->x, w->n, w->new_value, rounds));
 }
 
-void bp_conf_expect_overwritten(const bp_conf_overwrite *w, bp_stream *reader,
-                                const char *what) {
-    bp_conf_expect_filled(reader, w->x, w->n, w->new_value, what);
+void bp_conf_expect_overwritten_at(const char *file, int line, const bp_conf_overwrite *w,
+                                   bp_stream *reader, const char *what) {
+    bp_conf_expect_filled_at(file, line, reader, w->x, w->n, w->new_value, what);
 }
 
-void bp_conf_overwrite_free(bp_conf_overwrite *w) {
-    BP_CONF_OK(bp_stream_synchronize(w->writer));
-    BP_CONF_OK(bp_memory_free(bp_conf.device, w->x));
+void bp_conf_overwrite_free_at(const char *file, int line, bp_conf_overwrite *w) {
+    OK_AT(bp_stream_synchronize(w->writer));
+    OK_AT(bp_memory_free(bp_conf.device, w->x));
     w->x = NULL;
 }
 
-void bp_conf_expect_memset_works(bp_stream *stream, size_t n, int value, const char *what) {
-    void *x = bp_conf_alloc(n, stream);
-    BP_CONF_OK(bp_memory_set_async(bp_conf.device, x, value, n, stream));
-    bp_conf_expect_filled(stream, x, n, value, what);
-    BP_CONF_OK(bp_memory_free(bp_conf.device, x));
+void bp_conf_expect_memset_works_at(const char *file, int line, bp_stream *stream, size_t n,
+                                    int value, const char *what) {
+    void *x = bp_conf_alloc_at(file, line, n, stream);
+    OK_AT(bp_memory_set_async(bp_conf.device, x, value, n, stream));
+    bp_conf_expect_filled_at(file, line, stream, x, n, value, what);
+    OK_AT(bp_memory_free(bp_conf.device, x));
 }
 
-bp_memory_stats bp_conf_memory_stats(void) {
+bp_memory_stats bp_conf_memory_stats_at(const char *file, int line) {
     bp_memory_stats s;
     memset(&s, 0, sizeof s);
     s.struct_size = sizeof s;
-    BP_CONF_OK(bp_memory_get_stats(bp_conf.device, &s));
+    OK_AT(bp_memory_get_stats(bp_conf.device, &s));
     return s;
 }
 
-void bp_conf_expect_allocated_unchanged(const bp_memory_stats *before, const char *when) {
-    bp_memory_stats now = bp_conf_memory_stats();
+void bp_conf_expect_allocated_unchanged_at(const char *file, int line,
+                                           const bp_memory_stats *before, const char *when) {
+    bp_memory_stats now = bp_conf_memory_stats_at(file, line);
     if (now.allocated_bytes != before->allocated_bytes)
-        fail_msg("allocated_bytes is %llu %s, %llu before",
-                 (unsigned long long)now.allocated_bytes, when,
-                 (unsigned long long)before->allocated_bytes);
+        FAIL_AT("allocated_bytes is %llu %s, %llu before", (unsigned long long)now.allocated_bytes,
+                when, (unsigned long long)before->allocated_bytes);
 }
 
 /* Downloads into a fresh host buffer the caller frees; fails the test on error. */
-static unsigned char *download(bp_stream *stream, const void *src, size_t n) {
-    unsigned char *host = bp_conf_host_buffer(n);
+static unsigned char *download(const char *file, int line, bp_stream *stream, const void *src,
+                               size_t n) {
+    unsigned char *host = bp_conf_host_buffer_at(file, line, n);
     bp_status st = bp_conf_download(stream, src, n, host);
     if (st != BP_OK) {
         free(host);
-        fail_msg("downloading %zu bytes returned %s: %s", n, bp_status_str(st), bp_last_error());
+        FAIL_AT("downloading %zu bytes returned %s: %s", n, bp_status_str(st), bp_last_error());
     }
     return host;
 }
 
-void bp_conf_expect_filled(bp_stream *stream, const void *src, size_t n, int value,
-                           const char *what) {
-    unsigned char *host = download(stream, src, n);
+void bp_conf_expect_filled_at(const char *file, int line, bp_stream *stream, const void *src,
+                              size_t n, int value, const char *what) {
+    unsigned char *host = download(file, line, stream, src, n);
     size_t bad = 0;
     if (!bp_conf_all_bytes(host, n, value, &bad)) {
         unsigned got = host[bad];
         free(host);
-        fail_msg("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", what, bad, n, got,
-                 (unsigned char)value);
+        FAIL_AT("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", what, bad, n, got,
+                (unsigned char)value);
     }
     free(host);
 }
 
-void bp_conf_expect_bytes(bp_stream *stream, const void *src, const void *want, size_t n,
-                          const char *what) {
-    unsigned char *host = download(stream, src, n);
+void bp_conf_expect_bytes_at(const char *file, int line, bp_stream *stream, const void *src,
+                             const void *want, size_t n, const char *what) {
+    unsigned char *host = download(file, line, stream, src, n);
     const unsigned char *w = want;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = memcmp(host, w, n) ? 0 : n; i < n; i++) /* memcmp: fast when all match */
         if (host[i] != w[i]) {
             unsigned got = host[i];
             free(host);
-            fail_msg("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", what, i, n, got, w[i]);
+            FAIL_AT("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", what, i, n, got, w[i]);
         }
     free(host);
 }
@@ -126,7 +175,8 @@ void bp_conf_two_bytes(uint64_t *rng, int *old_value, int *new_value) {
         (*new_value)++;
 }
 
-void bp_conf_poll_until_done(bp_status (*query)(void *object), void *object, const char *what) {
+void bp_conf_poll_until_done_at(const char *file, int line, bp_status (*query)(void *object),
+                                void *object, const char *what) {
     const struct timespec pause = {0, 200 * 1000}; /* spares the cores; not for ordering */
     for (;;) {
         bp_clear_error();
@@ -134,11 +184,11 @@ void bp_conf_poll_until_done(bp_status (*query)(void *object), void *object, con
         if (st == BP_OK)
             return;
         if (st != BP_ERR_NOT_READY)
-            fail_msg("%s: query returned %s: %s", what, bp_status_str(st), bp_last_error());
+            FAIL_AT("%s: query returned %s: %s", what, bp_status_str(st), bp_last_error());
         if (bp_last_error()[0])
-            fail_msg("%s: query returned BP_ERR_NOT_READY and set the error message '%s' "
-                     "(NOT_READY is not a failure)",
-                     what, bp_last_error());
+            FAIL_AT("%s: query returned BP_ERR_NOT_READY and set the error message '%s' "
+                    "(NOT_READY is not a failure)",
+                    what, bp_last_error());
         nanosleep(&pause, NULL);
     }
 }

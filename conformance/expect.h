@@ -1,6 +1,11 @@
 /* Checks of device memory for the test's own thread: each reads the memory back
  * through a stream and fails the running test (cmocka) naming the first wrong byte.
- * Worker threads must not call these; they use thread_report.h instead. */
+ * Worker threads must not call these; they use thread_report.h instead.
+ *
+ * Every helper here that can fail the test is a macro of the name documented below
+ * over a function of that name with "_at", which takes the caller's __FILE__ and
+ * __LINE__ first: a failure is reported at the test's own line, not at one in
+ * expect.c. */
 #ifndef BP_CONF_EXPECT_H
 #define BP_CONF_EXPECT_H
 
@@ -9,19 +14,38 @@
 
 #include <backplane/backplane.h>
 
+/* The caller's location, for the "_at" functions. */
+#define BP_CONF_HERE __FILE__, __LINE__
+
+/* Fails the running test at file:line with a printf-style message, as cmocka's
+ * fail_msg does at its own line. */
+void bp_conf_fail_at(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+
 /* Allocates `size` bytes of bp_conf.device memory for `stream`; fails the test on error. */
-void *bp_conf_alloc(size_t size, bp_stream *stream);
+#define bp_conf_alloc(...) bp_conf_alloc_at(BP_CONF_HERE, __VA_ARGS__)
+void *bp_conf_alloc_at(const char *file, int line, size_t size, bp_stream *stream);
 
 /* Creates a stream on bp_conf.device with priority 0; fails the test on error. */
-bp_stream *bp_conf_stream(void);
+#define bp_conf_stream() bp_conf_stream_at(BP_CONF_HERE)
+bp_stream *bp_conf_stream_at(const char *file, int line);
 
 /* Allocates `n` bytes of host memory (malloc; the caller frees); fails the test when
  * there are none. */
-void *bp_conf_host_buffer(size_t n);
+#define bp_conf_host_buffer(...) bp_conf_host_buffer_at(BP_CONF_HERE, __VA_ARGS__)
+void *bp_conf_host_buffer_at(const char *file, int line, size_t n);
 
-/* Allocates `n` bytes of device memory for `stream` that hold `value` for good: set on
- * `stream`, which is then synchronized. Fails the test on error. */
-void *bp_conf_filled_buffer(bp_stream *stream, size_t n, int value);
+/* Allocates `n` bytes of device memory for `stream` that hold `value` for good: copied
+ * from host memory on `stream` (not set with memset, so that a memset defect fails
+ * memory.memset rather than every test that needs a filled buffer), which is then
+ * synchronized. Fails the test on error. */
+#define bp_conf_filled_buffer(...) bp_conf_filled_buffer_at(BP_CONF_HERE, __VA_ARGS__)
+void *bp_conf_filled_buffer_at(const char *file, int line, bp_stream *stream, size_t n,
+                               int value);
+
+/* Another device of the type under test (the one with the lowest other index), or
+ * NULL when the device is the only one of its type. */
+bp_device *bp_conf_second_device(void);
 
 /* A buffer that a writer stream overwrites slowly: the checks that "the work is done"
  * (a synchronize, a query, an event) makes the data final read it through a stream that
@@ -36,39 +60,54 @@ typedef struct bp_conf_overwrite {
 
 /* Picks old_value and new_value with bp_conf_two_bytes from bp_conf_test_seed() and
  * allocates n bytes on `writer` that hold old_value for good (bp_conf_filled_buffer). */
-bp_conf_overwrite bp_conf_overwrite_prepare(bp_stream *writer, size_t n);
+#define bp_conf_overwrite_prepare(...) bp_conf_overwrite_prepare_at(BP_CONF_HERE, __VA_ARGS__)
+bp_conf_overwrite bp_conf_overwrite_prepare_at(const char *file, int line, bp_stream *writer,
+                                               size_t n);
 
 /* Enqueues on the writer `rounds` of bp_conf_slow_fill whose last step sets x to
  * new_value. */
-void bp_conf_overwrite_start(const bp_conf_overwrite *w, int rounds);
+#define bp_conf_overwrite_start(...) bp_conf_overwrite_start_at(BP_CONF_HERE, __VA_ARGS__)
+void bp_conf_overwrite_start_at(const char *file, int line, const bp_conf_overwrite *w,
+                                int rounds);
 
 /* Reads x through `reader` and fails the test unless it is all new_value
  * (bp_conf_expect_filled; `what` names the read). */
-void bp_conf_expect_overwritten(const bp_conf_overwrite *w, bp_stream *reader,
-                                const char *what);
+#define bp_conf_expect_overwritten(...) bp_conf_expect_overwritten_at(BP_CONF_HERE, __VA_ARGS__)
+void bp_conf_expect_overwritten_at(const char *file, int line, const bp_conf_overwrite *w,
+                                   bp_stream *reader, const char *what);
 
 /* Synchronizes the writer and frees x (the writer stays). */
-void bp_conf_overwrite_free(bp_conf_overwrite *w);
+#define bp_conf_overwrite_free(...) bp_conf_overwrite_free_at(BP_CONF_HERE, __VA_ARGS__)
+void bp_conf_overwrite_free_at(const char *file, int line, bp_conf_overwrite *w);
 
 /* Allocates `n` bytes on `stream`, sets them to `value` there, checks them with
  * bp_conf_expect_filled (`what`) and frees them: memset works on the stream. */
-void bp_conf_expect_memset_works(bp_stream *stream, size_t n, int value, const char *what);
+#define bp_conf_expect_memset_works(...) \
+    bp_conf_expect_memset_works_at(BP_CONF_HERE, __VA_ARGS__)
+void bp_conf_expect_memset_works_at(const char *file, int line, bp_stream *stream, size_t n,
+                                    int value, const char *what);
 
 /* The allocator statistics of bp_conf.device now; fails the test on error. */
-bp_memory_stats bp_conf_memory_stats(void);
+#define bp_conf_memory_stats() bp_conf_memory_stats_at(BP_CONF_HERE)
+bp_memory_stats bp_conf_memory_stats_at(const char *file, int line);
 
 /* Fails the test unless bp_conf.device's allocated_bytes now equals before->allocated_bytes;
  * `when` says when it is read ("after ..."). */
-void bp_conf_expect_allocated_unchanged(const bp_memory_stats *before, const char *when);
+#define bp_conf_expect_allocated_unchanged(...) \
+    bp_conf_expect_allocated_unchanged_at(BP_CONF_HERE, __VA_ARGS__)
+void bp_conf_expect_allocated_unchanged_at(const char *file, int line,
+                                           const bp_memory_stats *before, const char *when);
 
 /* Downloads device memory [src, src + n) through `stream` (waiting for it) and fails
  * the test unless every byte is `value`. `what` names the buffer in the message. */
-void bp_conf_expect_filled(bp_stream *stream, const void *src, size_t n, int value,
-                           const char *what);
+#define bp_conf_expect_filled(...) bp_conf_expect_filled_at(BP_CONF_HERE, __VA_ARGS__)
+void bp_conf_expect_filled_at(const char *file, int line, bp_stream *stream, const void *src,
+                              size_t n, int value, const char *what);
 
 /* As bp_conf_expect_filled, but the bytes must equal want[0, n). */
-void bp_conf_expect_bytes(bp_stream *stream, const void *src, const void *want, size_t n,
-                          const char *what);
+#define bp_conf_expect_bytes(...) bp_conf_expect_bytes_at(BP_CONF_HERE, __VA_ARGS__)
+void bp_conf_expect_bytes_at(const char *file, int line, bp_stream *stream, const void *src,
+                             const void *want, size_t n, const char *what);
 
 /* Two different non-zero bytes from `rng`: the old and the new contents of a buffer,
  * so that data from before some work can be told from data after it. */
@@ -79,6 +118,8 @@ void bp_conf_two_bytes(uint64_t *rng, int *old_value, int *new_value);
  * fails the test otherwise. Work that never completes is caught by the group's
  * deadline (no clock here: a loaded machine must not fail a correct device). `what`
  * names the object in the messages. */
-void bp_conf_poll_until_done(bp_status (*query)(void *object), void *object, const char *what);
+#define bp_conf_poll_until_done(...) bp_conf_poll_until_done_at(BP_CONF_HERE, __VA_ARGS__)
+void bp_conf_poll_until_done_at(const char *file, int line, bp_status (*query)(void *object),
+                                void *object, const char *what);
 
 #endif

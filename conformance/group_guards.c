@@ -1,6 +1,6 @@
 /* Conformance group "guards": device and stream guards nest and restore, are per
  * thread, the scoped macros restore on every exit, and the backend's own notion of the
- * current device follows the guards.
+ * current device follows the guards and is per thread.
  *
  * A mismatch seen while guards are active is recorded (thread_report.h) and reported
  * only after the guards are ended, so that a failing test does not leave a guard in
@@ -18,26 +18,6 @@
 #define FILL_BYTES ((size_t)1 << 20)
 #define SLOW_ROUNDS 16
 #define MAX_DEPTH 8
-
-/* Another device of the type under test (the one with the lowest other index), or
- * NULL when the device is the only one of its type. */
-static bp_device *second_device(void) {
-    bp_device *found = NULL;
-    int found_index = 0;
-    int n = bp_device_count();
-    for (int i = 0; i < n; i++) {
-        bp_device *d = NULL;
-        bp_device_props p = {.struct_size = sizeof p};
-        if (bp_device_get(i, &d) != BP_OK || d == bp_conf.device ||
-            bp_device_get_props(d, &p) != BP_OK || strcmp(p.type, bp_conf.props.type) != 0)
-            continue;
-        if (!found || p.index < found_index) {
-            found = d;
-            found_index = p.index;
-        }
-    }
-    return found;
-}
 
 static const char *name_of(const bp_device *d) {
     return d ? bp_device_name(d) : "(none)";
@@ -67,7 +47,7 @@ static bp_stream *default_stream(void) {
  * one): each begin makes its device current, each end restores the one before. */
 static void test_nesting_restores(void **state) {
     (void)state;
-    bp_device *dev = bp_conf.device, *other = second_device();
+    bp_device *dev = bp_conf.device, *other = bp_conf_second_device();
     if (!other)
         other = dev;
     bp_device *base = bp_current_device();
@@ -99,8 +79,10 @@ static void test_nesting_restores(void **state) {
 }
 
 /* A stream guard makes its stream current (and its device); calls with a NULL stream
- * go to it. The stream is busy with slow work first, so a memset or copy that went to
- * another stream would run before that work's last step and be overwritten by it. */
+ * go to it. The stream is busy with slow work first, so an upload or copy that went to
+ * another stream would run before that work's last step and be overwritten by it.
+ * Bytes are set with uploads, not memset: a memset defect fails memory.memset, not
+ * this test. */
 static void test_stream_guard(void **state) {
     (void)state;
     bp_device *dev = bp_conf.device;
@@ -110,8 +92,9 @@ static void test_stream_guard(void **state) {
     uint64_t rng = bp_conf_test_seed();
     int v1, v2;
     bp_conf_two_bytes(&rng, &v1, &v2);
-    void *x = bp_conf_alloc(FILL_BYTES, s), *y = bp_conf_alloc(FILL_BYTES, s);
-    BP_CONF_OK(bp_memory_set_async(dev, y, v1, FILL_BYTES, s));
+    void *x = bp_conf_alloc(FILL_BYTES, s), *y = bp_conf_filled_buffer(s, FILL_BYTES, v1);
+    unsigned char *host_v2 = bp_conf_host_buffer(FILL_BYTES);
+    memset(host_v2, v2, FILL_BYTES);
     BP_CONF_OK(bp_conf_slow_fill(s, x, FILL_BYTES, v1, SLOW_ROUNDS));
 
     bp_conf_report r = {0};
@@ -120,7 +103,7 @@ static void test_stream_guard(void **state) {
     if (BP_CONF_REPORT_OK(&r, bp_stream_guard_begin(&g, s))) {
         expect_current_stream(&r, s, "inside a stream guard");
         expect_current_device(&r, dev, "inside a stream guard");
-        BP_CONF_REPORT_OK(&r, bp_memory_set_async(dev, x, v2, FILL_BYTES, NULL));
+        BP_CONF_REPORT_OK(&r, bp_memory_copy_async(x, dev, host_v2, NULL, FILL_BYTES, NULL));
         BP_CONF_REPORT_OK(&r, bp_memory_copy_async(y, dev, x, dev, FILL_BYTES, NULL));
         BP_CONF_REPORT_OK(&r, bp_memory_alloc(dev, FILL_BYTES, NULL, &z));
         if (z)
@@ -139,7 +122,8 @@ static void test_stream_guard(void **state) {
     /* Wait for s and, in case the work went elsewhere, for every stream. */
     BP_CONF_OK(bp_stream_synchronize(s));
     BP_CONF_OK(bp_device_synchronize(dev));
-    bp_conf_expect_filled(reader, x, FILL_BYTES, v2, "memset with a NULL stream under a guard");
+    free(host_v2);
+    bp_conf_expect_filled(reader, x, FILL_BYTES, v2, "upload with a NULL stream under a guard");
     bp_conf_expect_filled(reader, y, FILL_BYTES, v2, "copy with a NULL stream under a guard");
     bp_conf_expect_filled(reader, z, FILL_BYTES, v2,
                           "copy into memory allocated with a NULL stream under a guard");
@@ -192,7 +176,7 @@ static void *per_thread_main(void *p) {
  * sees the other's. */
 static void test_per_thread(void **state) {
     (void)state;
-    bp_device *dev = bp_conf.device, *other = second_device();
+    bp_device *dev = bp_conf.device, *other = bp_conf_second_device();
     bp_device *process_default = NULL;
     BP_CONF_OK(bp_device_default(&process_default));
     per_thread t = {
@@ -306,17 +290,17 @@ typedef struct nest {
     bp_conf_report report;
 } nest;
 
-/* Fails (records) unless the backend reports `want` as its current device. */
-static void expect_backend_current(nest *n, bp_device *want, const char *when) {
+/* Records a failure unless the backend reports `want` as its current device on this
+ * thread. */
+static void expect_backend_current(bp_conf_report *r, bp_device *want, const char *when) {
     bp_device *got = NULL;
     bp_status st = bp_device_backend_current(bp_conf.device, &got);
     if (st != BP_OK)
-        bp_conf_report_fail(&n->report, "%s: bp_device_backend_current returned %s: %s", when,
+        bp_conf_report_fail(r, "%s: bp_device_backend_current returned %s: %s", when,
                             bp_status_str(st), bp_last_error());
     else if (got != want)
-        bp_conf_report_fail(&n->report,
-                            "%s: the backend holds %s current, expected %s (the guard's)", when,
-                            name_of(got), name_of(want));
+        bp_conf_report_fail(r, "%s: the backend holds %s current, expected %s (the guard's)",
+                            when, name_of(got), name_of(want));
 }
 
 static void nest_push(nest *n, bp_device *d, bp_stream *s) {
@@ -331,7 +315,7 @@ static void nest_push(nest *n, bp_device *d, bp_stream *s) {
     char when[96];
     snprintf(when, sizeof when, "inside a %s guard of %s at depth %d", s ? "stream" : "device",
              name_of(d), n->depth);
-    expect_backend_current(n, d, when);
+    expect_backend_current(&n->report, d, when);
 }
 
 static void nest_pop(nest *n) {
@@ -345,15 +329,15 @@ static void nest_pop(nest *n) {
     char when[128];
     snprintf(when, sizeof when, "after ending the guard of %s at depth %d, inside the one of %s",
              name_of(n->device[k]), k + 1, name_of(n->device[k - 1]));
-    expect_backend_current(n, n->device[k - 1], when);
+    expect_backend_current(&n->report, n->device[k - 1], when);
 }
 
 /* Nested guards over two devices of the type (the lower index outside, so that an end
  * switches back to a lower index), or one when there is no second device: inside each
  * guard the backend's current device is the guard's, and after each inner end it is
  * the outer guard's again. */
-static void test_backend_follows_nested_guards(void **state) {
-    (void)state;
+/* Skips the test unless the backend reports its current device (guard get_current). */
+static void require_backend_current(void) {
     bp_device *probe = NULL;
     bp_status st = bp_device_backend_current(bp_conf.device, &probe);
     if (st == BP_ERR_UNSUPPORTED)
@@ -361,8 +345,13 @@ static void test_backend_follows_nested_guards(void **state) {
     if (st != BP_OK && st != BP_ERR_NOT_FOUND)
         fail_msg("bp_device_backend_current returned %s: %s", bp_status_str(st),
                  bp_last_error());
+}
 
-    bp_device *lo = bp_conf.device, *hi = second_device();
+static void test_backend_follows_nested_guards(void **state) {
+    (void)state;
+    require_backend_current();
+
+    bp_device *lo = bp_conf.device, *hi = bp_conf_second_device();
     if (!hi) {
         hi = lo;
         print_message("only one %s device: nesting over %s alone\n", bp_conf.props.type,
@@ -400,6 +389,73 @@ static void test_backend_follows_nested_guards(void **state) {
     bp_conf_report_check(&report, "nested guards");
 }
 
+/* ---- the backend's current device is per thread ---- */
+
+/* One of two threads that each hold a different device current at the same time. Both
+ * meet at `step` after every change and after every check, so each check runs while
+ * the other thread's guard of the other device is in force, whatever the scheduling. */
+typedef struct backend_thread {
+    pthread_barrier_t *step;
+    bp_device *first, *second; /* guarded in this order, the second inside the first */
+    bp_conf_report report;
+} backend_thread;
+
+static void *backend_thread_main(void *p) {
+    backend_thread *t = p;
+    bp_conf_report *r = &t->report;
+    char when[160];
+    bp_device_guard outer, inner;
+    bool outer_ok = BP_CONF_REPORT_OK(r, bp_device_guard_begin(&outer, t->first));
+    pthread_barrier_wait(t->step);
+    snprintf(when, sizeof when, "this thread's guard of %s, while the other thread's guard of "
+             "%s is in force", name_of(t->first), name_of(t->second));
+    if (outer_ok)
+        expect_backend_current(r, t->first, when);
+    pthread_barrier_wait(t->step);
+    bool inner_ok = BP_CONF_REPORT_OK(r, bp_device_guard_begin(&inner, t->second));
+    pthread_barrier_wait(t->step);
+    snprintf(when, sizeof when, "after both threads switched, this one to %s and the other to "
+             "%s", name_of(t->second), name_of(t->first));
+    if (inner_ok)
+        expect_backend_current(r, t->second, when);
+    pthread_barrier_wait(t->step);
+    if (inner_ok)
+        bp_device_guard_end(&inner);
+    pthread_barrier_wait(t->step);
+    snprintf(when, sizeof when, "after both threads ended their inner guards, this one back "
+             "to %s and the other to %s", name_of(t->first), name_of(t->second));
+    if (outer_ok)
+        expect_backend_current(r, t->first, when);
+    pthread_barrier_wait(t->step);
+    if (outer_ok)
+        bp_device_guard_end(&outer);
+    return NULL;
+}
+
+/* Two threads make different devices current through guards at the same time, check
+ * the backend's current device, switch to each other's device and back, and check
+ * again: the backend keeps one current device per thread. */
+static void test_backend_current_per_thread(void **state) {
+    (void)state;
+    require_backend_current();
+    bp_device *other = bp_conf_second_device();
+    if (!other)
+        BP_CONF_SKIP("only one %s device: two threads cannot hold different ones current",
+                     bp_conf.props.type);
+    pthread_barrier_t step;
+    pthread_barrier_init(&step, NULL, 2);
+    backend_thread t[2] = {{.step = &step, .first = bp_conf.device, .second = other},
+                           {.step = &step, .first = other, .second = bp_conf.device}};
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, backend_thread_main, &t[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(threads[i], NULL);
+    pthread_barrier_destroy(&step);
+    bp_conf_report_check(&t[0].report, "the thread that guards the device under test first");
+    bp_conf_report_check(&t[1].report, "the thread that guards the other device first");
+}
+
 static const bp_conf_test tests[] = {
     {"nesting_restores", test_nesting_restores,
      "nested device guards make their device current and each end restores the previous", NULL},
@@ -411,6 +467,9 @@ static const bp_conf_test tests[] = {
      "BP_DEVICE_GUARD and BP_STREAM_GUARD restore on return, goto and break", NULL},
     {"backend_follows_nested_guards", test_backend_follows_nested_guards,
      "the backend's own current device follows nested guards, back to a lower index too", NULL},
+    {"backend_current_per_thread", test_backend_current_per_thread,
+     "two threads hold different devices current at once: the backend's current device is "
+     "each thread's own", NULL},
 };
 
 const bp_conf_group bp_conf_group_guards = {

@@ -1,8 +1,14 @@
 /* Conformance group "memory": device memory through the public API on the device
- * under test. Sizes and alignment of allocations, out-of-memory as an error, copies in
- * every direction at unaligned offsets (every byte of the destination checked, the
- * last included, and the bytes just outside it), memset, the allocator's statistics,
- * empty_cache, and host memory.
+ * under test. Sizes and alignment of allocations, out-of-memory as an error, memset,
+ * copies in every direction at unaligned offsets (every byte of the destination
+ * checked, the last included, and the bytes just outside it), overlapping copies
+ * within a device (memmove), peer copies between two devices of the type, the
+ * allocator's statistics, empty_cache, and host memory.
+ *
+ * Each test checks one primitive and relies only on those checked before it: bytes
+ * are set with host->device copies (alloc_sizes checks the round trip first), never
+ * with memset, outside memset's own test, so a memset defect fails memory.memset and
+ * not the copy tests.
  *
  * Data is random from the test's seed and buffers start from random backgrounds, so a
  * copy or memset that skips a byte leaves a wrong value behind rather than a zero
@@ -29,10 +35,26 @@ static bp_device_props props_now(void) {
 
 /* Index of the first byte where a and b differ, or n when none. */
 static size_t first_difference(const unsigned char *a, const unsigned char *b, size_t n) {
+    if (memcmp(a, b, n) == 0) /* the common case, fast also under sanitizers */
+        return n;
     for (size_t i = 0; i < n; i++)
         if (a[i] != b[i])
             return i;
     return n;
+}
+
+/* dst[i] = ~src[i] for i < n, eight bytes at a time: a byte a copy skips keeps a value
+ * that cannot match. */
+static void complement_bytes(unsigned char *dst, const unsigned char *src, size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, src + i, 8);
+        w = ~w;
+        memcpy(dst + i, &w, 8);
+    }
+    for (; i < n; i++)
+        dst[i] = (unsigned char)~src[i];
 }
 
 /* Describes index `i` of a buffer of `total` bytes relative to the written range
@@ -128,11 +150,14 @@ static void test_alignment(void **state) {
 
 /* ---- out_of_memory_is_error ---- */
 
-/* Allocates, fills and reads back a small block: the device still works. */
+/* Allocates, uploads random bytes to and reads back a small block: the device still
+ * works (through copies only, which copy_sizes_and_offsets checks, not memset). */
 static void expect_device_usable(bp_stream *s) {
-    void *d = bp_conf_alloc(4096, s);
-    BP_CONF_OK(bp_memory_set_async(bp_conf.device, d, 0x5c, 4096, s));
-    bp_conf_expect_filled(s, d, 4096, 0x5c, "a block allocated after out-of-memory");
+    unsigned char data[4096];
+    bp_conf_random_bytes(data, sizeof data, bp_conf_test_seed());
+    void *d = bp_conf_alloc(sizeof data, s);
+    BP_CONF_OK(bp_conf_upload(s, d, data, sizeof data));
+    bp_conf_expect_bytes(s, d, data, sizeof data, "a block allocated after out-of-memory");
     BP_CONF_OK(bp_memory_free(bp_conf.device, d));
 }
 
@@ -261,20 +286,20 @@ static void expect_buffer(const unsigned char *got, const unsigned char *want, s
 static void expect_device(copy_rig *r, const unsigned char *d, const unsigned char *m, size_t lo,
                           size_t n, const char *where, enum copy_dir dir, size_t so, size_t dof) {
     /* Pre-set to the complement so that a byte the download skips cannot match. */
-    for (size_t i = 0; i < CS_BYTES; i++)
-        r->back[i] = (unsigned char)~m[i];
+    complement_bytes(r->back, m, CS_BYTES);
     BP_CONF_OK(bp_conf_download(r->s, d, CS_BYTES, r->back));
     expect_buffer(r->back, m, lo, n, CS_BYTES, where, dir, so, dof);
 }
 
 /* Makes device byte d[at] (mirror m) differ from `avoid`, so that a copy which skips it
- * is seen. */
+ * is seen. Written with a one-byte upload, not a memset: a memset defect must fail
+ * memory.memset, not the copy tests. */
 static void make_differ(copy_rig *r, unsigned char *d, unsigned char *m, size_t at,
                         unsigned char avoid) {
     if (m[at] != avoid)
         return;
     m[at] = (unsigned char)~avoid;
-    BP_CONF_OK(bp_memory_set_async(bp_conf.device, d + at, m[at], 1, r->s));
+    BP_CONF_OK(bp_conf_upload(r->s, d + at, m + at, 1));
 }
 
 /* Copies n bytes from src to dst (host memory where the device is NULL) on the rig's
@@ -336,6 +361,176 @@ static void test_copy_sizes_and_offsets(void **state) {
     rig_free(&r);
 }
 
+/* ---- overlapping_copies ---- */
+
+/* A copy within one allocation whose ranges overlap is a memmove (memory.h): room for
+ * the largest case, its shift on either side and guard bytes around it. */
+#define OV_GUARD ((size_t)64)
+#define OV_MAX_SHIFT ((size_t)257)
+#define OV_MAX_BASE ((size_t)255)
+#define OV_MAX_SIZE (2 * MIB + 1)
+#define OV_BYTES (OV_GUARD + OV_MAX_SHIFT + OV_MAX_BASE + OV_MAX_SIZE + OV_MAX_SHIFT + OV_GUARD)
+
+/* Copies n bytes within `d` from offset `from` to offset `to` and checks the whole
+ * allocation against the host model `want`, where the same memmove is made. */
+static void overlap_case(bp_stream *s, unsigned char *d, unsigned char *want, unsigned char *got,
+                         size_t from, size_t to, size_t n) {
+    BP_CONF_OK(bp_memory_copy_async(d + to, bp_conf.device, d + from, bp_conf.device, n, s));
+    memmove(want + to, want + from, n);
+    complement_bytes(got, want, OV_BYTES); /* a byte the download skips cannot match */
+    BP_CONF_OK(bp_conf_download(s, d, OV_BYTES, got));
+    size_t bad = first_difference(got, want, OV_BYTES);
+    if (bad == OV_BYTES)
+        return;
+    char pos[128];
+    describe_position(pos, sizeof pos, bad, to, n, OV_BYTES);
+    fail_msg("overlapping copy of %zu bytes from offset %zu to offset %zu (%s by %zu): byte %zu "
+             "is 0x%02x, expected 0x%02x (a memmove's): %s", n, from, to,
+             to > from ? "forward" : to < from ? "backward" : "onto itself",
+             to > from ? to - from : from - to, bad, got[bad], want[bad], pos);
+}
+
+static void test_overlapping_copies(void **state) {
+    static const size_t shifts[] = {1, 3, 255, 257};
+    static const size_t sizes[] = {5, 4097, 65537, OV_MAX_SIZE};
+    static const size_t bases[] = {0, 1, 255}; /* unaligned starts */
+    bp_stream *s = bp_conf_stream();
+    unsigned char *d = bp_conf_alloc(OV_BYTES, s);
+    unsigned char *want = bp_conf_host_buffer(OV_BYTES), *got = bp_conf_host_buffer(OV_BYTES);
+    /* Fresh random contents for each case, taken from a pool at a new offset: after a
+     * shift, neighbouring bytes repeat, and a skipped byte could match by chance. */
+    unsigned char *pool = bp_conf_host_buffer(2 * OV_BYTES);
+    bp_conf_random_bytes(pool, 2 * OV_BYTES, bp_conf_test_seed());
+    size_t round = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        for (size_t j = 0; j < sizeof shifts / sizeof shifts[0]; j++)
+            for (int forward = 0; forward < 2; forward++, round++) {
+                memcpy(want, pool + round * 4099 % OV_BYTES, OV_BYTES);
+                BP_CONF_OK(bp_conf_upload(s, d, want, OV_BYTES));
+                size_t lo = OV_GUARD + OV_MAX_SHIFT + bases[round % 3], hi = lo + shifts[j];
+                overlap_case(s, d, want, got, forward ? lo : hi, forward ? hi : lo, sizes[k]);
+            }
+    overlap_case(s, d, want, got, OV_GUARD + 1, OV_GUARD + 1, 65537); /* dst == src */
+    BP_CONF_OK(bp_memory_free(bp_conf.device, d));
+    BP_CONF_OK(bp_stream_destroy(s));
+    free(pool);
+    free(want);
+    free(got);
+}
+
+/* ---- peer_copies ---- */
+
+/* Sizes around the units a copy engine or driver may split a copy into. The core does
+ * not split copies, nor does any backend we ship (hal/memory.c and backends/cuda,
+ * opencl, hpu have no chunked copy), but drivers do: cuMemcpyPeerAsync without peer
+ * access stages through host buffers, DMA engines work in pages. So: 1 byte, a 4 KiB
+ * page +-1, 1 MiB +-1, 4 MiB + 3 and 64 MiB + 17 (when both devices have room). */
+static const size_t peer_sizes[] = {1,       4 * KIB - 1,     4 * KIB + 1, MIB - 1,
+                                    MIB + 1, 4 * MIB + 3, 64 * MIB + 17};
+/* (source, destination) offsets, unaligned, taken in turn. */
+static const size_t peer_offsets[][2] = {{0, 0}, {1, 3}, {255, 1}, {3, 255}};
+#define PEER_GUARD ((size_t)64)
+#define PEER_MAX_OFFSET ((size_t)255)
+
+/* One side of a peer copy: a device, a stream of it, a buffer on it and its mirror. */
+typedef struct peer_side {
+    bp_device *dev;
+    bp_stream *s;
+    unsigned char *d, *m;
+    const char *name;
+} peer_side;
+
+/* Copies n bytes from `from` to `to` on `s` (a stream of either), after setting the
+ * destination range to the complement of the source so that any byte the copy skips
+ * is seen, and checks the destination range and PEER_GUARD bytes on each side of it. */
+static void peer_case(peer_side *from, peer_side *to, bp_stream *s, size_t n, size_t so,
+                      size_t dof) {
+    unsigned char *src_m = from->m + PEER_GUARD + so, *dst_m = to->m + PEER_GUARD + dof;
+    complement_bytes(dst_m, src_m, n);
+    BP_CONF_OK(bp_conf_upload(to->s, to->d + PEER_GUARD + dof, dst_m, n));
+    BP_CONF_OK(bp_memory_copy_async(to->d + PEER_GUARD + dof, to->dev,
+                                    from->d + PEER_GUARD + so, from->dev, n, s));
+    BP_CONF_OK(bp_stream_synchronize(s));
+    memcpy(dst_m, src_m, n);
+    char what[200];
+    snprintf(what, sizeof what, "peer copy of %zu bytes from %s (offset %zu) to %s (offset %zu) "
+             "on a stream of %s, read from %zu bytes before the destination to %zu after it",
+             n, from->name, so, to->name, dof, bp_stream_device(s) == to->dev ? to->name :
+             from->name, PEER_GUARD, PEER_GUARD);
+    bp_conf_expect_bytes(to->s, to->d + dof, to->m + dof, PEER_GUARD + n + PEER_GUARD, what);
+}
+
+/* Fills p[0, n) with random bytes cheaply for tens of MiB: a random tile of a prime
+ * length (so that it lines up with no power-of-two chunk), repeated. */
+static void random_tiles(unsigned char *p, size_t n, uint64_t seed) {
+    const size_t tile = 65521;
+    bp_conf_random_bytes(p, n < tile ? n : tile, seed);
+    for (size_t at = tile; at < n; at += tile)
+        memcpy(p + at, p, n - at < tile ? n - at : tile);
+}
+
+/* Room for the largest copy of the test at the largest offset, with guards. */
+static size_t peer_span(size_t largest) {
+    return PEER_GUARD + PEER_MAX_OFFSET + largest + PEER_GUARD;
+}
+
+static void test_peer_copies(void **state) {
+    BP_CONF_REQUIRE_CAP(BP_CAP_PEER_COPY);
+    bp_device *other = bp_conf_second_device();
+    if (!other)
+        BP_CONF_SKIP("only one %s device: a peer copy needs two", bp_conf.props.type);
+    bp_device_props op = {.struct_size = sizeof op};
+    BP_CONF_OK(bp_device_get_props(other, &op));
+    if (!(op.capabilities & BP_CAP_PEER_COPY))
+        BP_CONF_SKIP("%s does not report BP_CAP_PEER_COPY", bp_device_name(other));
+
+    /* The largest size that leaves each device seven eighths of its free memory. */
+    uint64_t room = UINT64_MAX;
+    const bp_device_props *props[] = {&bp_conf.props, &op};
+    for (int i = 0; i < 2; i++) {
+        uint64_t r = props[i]->free_memory ? props[i]->free_memory : props[i]->total_memory;
+        if (r && r < room)
+            room = r;
+    }
+    size_t n_sizes = sizeof peer_sizes / sizeof peer_sizes[0];
+    while (n_sizes > 1 && peer_span(peer_sizes[n_sizes - 1]) > room / 8)
+        n_sizes--;
+    if (n_sizes < sizeof peer_sizes / sizeof peer_sizes[0])
+        print_message("sizes capped at %zu bytes (an eighth of %" PRIu64 " bytes free)\n",
+                      peer_sizes[n_sizes - 1], room);
+
+    size_t span = peer_span(peer_sizes[n_sizes - 1]);
+    uint64_t seed = bp_conf_test_seed();
+    peer_side a = {.dev = bp_conf.device, .s = bp_conf_stream(), .name = bp_conf.device_name};
+    peer_side b = {.dev = other, .name = bp_device_name(other)};
+    BP_CONF_OK(bp_stream_create(other, 0, &b.s));
+    a.d = bp_conf_alloc(span, a.s);
+    BP_CONF_OK(bp_memory_alloc(other, span, b.s, (void **)&b.d));
+    a.m = bp_conf_host_buffer(span);
+    b.m = bp_conf_host_buffer(span);
+    random_tiles(a.m, span, seed ^ 1);
+    random_tiles(b.m, span, seed ^ 2);
+    BP_CONF_OK(bp_conf_upload(a.s, a.d, a.m, span));
+    BP_CONF_OK(bp_conf_upload(b.s, b.d, b.m, span));
+
+    /* Each size both ways; the stream alternates between the source's and the
+     * destination's from one case to the next, so each direction runs on both. */
+    size_t round = 0;
+    for (size_t k = 0; k < n_sizes; k++)
+        for (int dir = 0; dir < 2; dir++, round++) {
+            peer_side *from = dir ? &b : &a, *to = dir ? &a : &b;
+            const size_t *off = peer_offsets[round % 4];
+            bool on_dst = (k + dir) % 2;
+            peer_case(from, to, on_dst ? to->s : from->s, peer_sizes[k], off[0], off[1]);
+        }
+    BP_CONF_OK(bp_memory_free(bp_conf.device, a.d));
+    BP_CONF_OK(bp_memory_free(other, b.d));
+    BP_CONF_OK(bp_stream_destroy(a.s));
+    BP_CONF_OK(bp_stream_destroy(b.s));
+    free(a.m);
+    free(b.m);
+}
+
 /* ---- memset ---- */
 
 static void test_memset(void **state) {
@@ -360,8 +555,7 @@ static void test_memset(void **state) {
             BP_CONF_OK(bp_conf_upload(s, d, want, CS_BYTES));
             BP_CONF_OK(bp_memory_set_async(dev, d + at, value, n, s));
             memset(want + at, value, n);
-            for (size_t i = 0; i < CS_BYTES; i++)
-                got[i] = (unsigned char)~want[i]; /* a byte the download skips cannot match */
+            complement_bytes(got, want, CS_BYTES); /* a byte the download skips cannot match */
             BP_CONF_OK(bp_conf_download(s, d, CS_BYTES, got));
             size_t bad = first_difference(got, want, CS_BYTES);
             if (bad < CS_BYTES) {
@@ -512,8 +706,7 @@ static void test_empty_cache(void **state) {
 
     /* Memory is usable again. */
     for (size_t i = 0; i < N; i++) {
-        void *q = bp_conf_alloc(sizes[i], s[0]);
-        BP_CONF_OK(bp_memory_set_async(dev, q, 0x6b, sizes[i], s[0]));
+        void *q = bp_conf_filled_buffer(s[0], sizes[i], 0x6b); /* uploaded: no memset */
         bp_conf_expect_filled(s[0], q, sizes[i], 0x6b, "a block allocated after empty_cache");
         BP_CONF_OK(bp_memory_free(dev, q));
     }
@@ -571,10 +764,19 @@ static const bp_conf_test memory_tests[] = {
     {"out_of_memory_is_error", test_out_of_memory_is_error,
      "more than the device has is BP_ERR_OUT_OF_MEMORY with a message; the device works after",
      NULL},
+    /* memset before the copy tests that follow it: each checks only its own primitive
+     * (the copy tests set bytes with uploads, never memset), and both read back with
+     * the host<->device copies that alloc_sizes checked first. */
+    {"memset", test_memset, "memset at unaligned offsets and sizes sets exactly its bytes", NULL},
     {"copy_sizes_and_offsets", test_copy_sizes_and_offsets,
      "copies in every direction at unaligned offsets write every byte, the last included, and "
      "nothing outside", NULL},
-    {"memset", test_memset, "memset at unaligned offsets and sizes sets exactly its bytes", NULL},
+    {"overlapping_copies", test_overlapping_copies,
+     "a copy within one allocation whose ranges overlap (shifts 1, 3, 255, 257 either way) is a "
+     "memmove, nothing outside changes", NULL},
+    {"peer_copies", test_peer_copies,
+     "peer copies both ways, 1 B to 64 MiB + 17 at unaligned offsets, on either device's stream, "
+     "write exactly their bytes", NULL},
     {"stats_add_up", test_stats_add_up,
      "allocator statistics grow and shrink with allocations, peaks and counts consistent", NULL},
     {"empty_cache", test_empty_cache,
@@ -586,7 +788,8 @@ static const bp_conf_test memory_tests[] = {
 
 const bp_conf_group bp_conf_group_memory = {
     .name = "memory",
-    .summary = "device memory: sizes, alignment, out-of-memory, copies, memset, stats, cache",
+    .summary = "device memory: sizes, alignment, out-of-memory, memset, copies (overlapping, "
+               "peer), stats, cache",
     .tests = memory_tests,
     .n_tests = sizeof memory_tests / sizeof memory_tests[0],
     .timeout_s = 60,

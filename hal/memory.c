@@ -175,6 +175,33 @@ static bp_status copy_staged(void *dst, bp_device *dst_device, const void *src,
     return st;
 }
 
+/* Whether the ranges [a, a + size) and [b, b + size) share a byte. */
+static bool ranges_overlap(const void *a, const void *b, size_t size) {
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x < y ? y - x < size : x - y < size;
+}
+
+/* A copy within the device of `stream`, with memmove semantics: backends never see
+ * overlapping ranges (plugin.h), so overlapping ones go through a temporary block of
+ * the caching allocator, in stream order (src -> tmp, tmp -> dst, tmp freed on the
+ * stream, which may reuse it at once). dst == src copies nothing. */
+static bp_status copy_within_device(bp_stream *stream, void *dst, const void *src, size_t size) {
+    const bp_memory_vtable *vt = stream->device->backend->desc->memory;
+    if (!ranges_overlap(dst, src, size))
+        return vt->copy_async(stream->handle, dst, src, size, BP_COPY_DEVICE_TO_DEVICE);
+    if (dst == src)
+        return BP_OK;
+    void *tmp = NULL;
+    bp_status st = bp_allocator_alloc(stream->device->allocator, size, stream, &tmp);
+    if (st != BP_OK)
+        return bp_error_prefix(st, "bp_memory_copy_async: staging a copy whose ranges overlap");
+    st = vt->copy_async(stream->handle, tmp, src, size, BP_COPY_DEVICE_TO_DEVICE);
+    if (st == BP_OK)
+        st = vt->copy_async(stream->handle, dst, tmp, size, BP_COPY_DEVICE_TO_DEVICE);
+    bp_status freed = bp_allocator_free(stream->device->allocator, tmp);
+    return st != BP_OK ? st : freed; /* the copy's error first: a free cannot hide it */
+}
+
 bp_status bp_memory_copy_async(void *dst, bp_device *dst_device, const void *src,
                                bp_device *src_device, size_t size, bp_stream *stream) {
     static const char what[] = "bp_memory_copy_async";
@@ -203,7 +230,7 @@ bp_status bp_memory_copy_async(void *dst, bp_device *dst_device, const void *src
     else if (!dst_device)
         st = vt->copy_async(stream->handle, dst, src, size, BP_COPY_DEVICE_TO_HOST);
     else if (dst_device == src_device)
-        st = vt->copy_async(stream->handle, dst, src, size, BP_COPY_DEVICE_TO_DEVICE);
+        st = copy_within_device(stream, dst, src, size);
     else if (dst_device->backend == src_device->backend && vt->copy_peer_async &&
              (dst_device->props.capabilities & BP_CAP_PEER_COPY))
         st = vt->copy_peer_async(stream->handle, dst, dst_device->handle, src, src_device->handle,

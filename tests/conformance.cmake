@@ -109,6 +109,26 @@ bp_conformance_defect(guard_no_restore guards backend_follows_nested_guards "")
 # Only broken:1 is wrong: the test checks every device of the type, not just the one
 # under test.
 bp_conformance_defect(mem_info_free_above_total device mem_info_free_within_total "broken:1")
+# A memset that drops its last byte fails memory.memset alone: the copy tests, the guards
+# and the allocator set their bytes with uploads, never memset ("blame the right test").
+bp_conformance_test(conformance_defect_memset_drops_byte EXIT 1 DEFECT memset_drops_byte
+  EXPECT "FAIL  memory\\.memset: .*\\(group_memory\\.c:[0-9]+\\)"
+         "PASS  memory\\.copy_sizes_and_offsets" "PASS  memory\\.overlapping_copies"
+         "PASS  memory\\.peer_copies" "failures by group: memory 1[^,0-9]"
+  ARGS --device broken --plugin ${bp_broken_plugin} --filter "memory.*,guards.*,allocator.*")
+# Peer copies that lose the byte at each 1 MiB boundary fail memory.peer_copies, and the
+# failure, found by a helper of expect.c, is located at the test's own line.
+bp_conformance_test(conformance_defect_peer_copy_chunk EXIT 1 DEFECT peer_copy_chunk
+  EXPECT "FAIL  memory\\.peer_copies: .*\\(group_memory\\.c:[0-9]+\\)"
+         "PASS  memory\\.copy_sizes_and_offsets"
+  ARGS --device broken --plugin ${bp_broken_plugin} --filter "memory.*")
+# One process-wide current device in the backend's guard: the per-thread test fails (its
+# worker's failure located at the test's line, not thread_report.c's), while the
+# single-thread nesting test still passes.
+bp_conformance_test(conformance_defect_guard_global EXIT 1 DEFECT guard_global
+  EXPECT "FAIL  guards\\.backend_current_per_thread: .*\\(group_guards\\.c:[0-9]+\\)"
+         "PASS  guards\\.backend_follows_nested_guards"
+  ARGS --device broken --plugin ${bp_broken_plugin} --filter "guards.*")
 # Isolation: a crash and a hang fail their test, and the rest of the suite still runs
 # (these two run every group, so the groups after the broken one must report).
 bp_conformance_test(conformance_defect_oom_abort EXIT 1 DEFECT oom_abort

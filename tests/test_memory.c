@@ -118,6 +118,55 @@ static void test_copy_round_trip(void **state) {
     BP_ASSERT_OK(bp_memory_empty_cache(dev));
 }
 
+/* A copy within one allocation whose ranges overlap is a memmove: the core stages it
+ * through one temporary block (one more num_allocs, none still allocated after), so
+ * the backend never sees the overlap. Disjoint ranges, adjacent ones included, and
+ * dst == src take no block; dst == src copies nothing. */
+static void test_overlapping_copy(void **state) {
+    (void)state;
+    bp_device *dev = bp_test_clean_cpu();
+    enum { N = 3 * MIB + 5 };
+    static const struct {
+        size_t dst, src, n;
+        int staged;
+    } cases[] = {
+        {1, 0, N - 1, 1},        {0, 1, N - 1, 1},     {300, 45, MIB + 3, 1},
+        {45, 300, MIB + 3, 1},   {MIB, 0, MIB, 0},     {0, MIB, MIB, 0},
+        {77, 77, 1000, 0},       {MIB - 1, 0, MIB, 1},
+    };
+    unsigned char *want = malloc(N), *got = malloc(N);
+    assert_non_null(want);
+    assert_non_null(got);
+    bp_test_fill_random(want, N, 11);
+    unsigned char *d = dev_alloc(dev, N, NULL);
+    BP_ASSERT_OK(bp_memory_copy_async(d, dev, want, NULL, N, NULL));
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        bp_memory_stats before = bp_test_memory_stats(dev);
+        BP_ASSERT_OK(bp_memory_copy_async(d + cases[k].dst, dev, d + cases[k].src, dev,
+                                          cases[k].n, NULL));
+        BP_ASSERT_OK(bp_stream_synchronize(bp_current_stream(dev)));
+        memmove(want + cases[k].dst, want + cases[k].src, cases[k].n);
+        bp_memory_stats after = bp_test_memory_stats(dev);
+        assert_int_equal(after.num_allocs - before.num_allocs, cases[k].staged);
+        assert_int_equal(after.allocated_bytes, before.allocated_bytes);
+        memset(got, 0, N);
+        BP_ASSERT_OK(bp_memory_copy_async(got, NULL, d, dev, N, NULL));
+        BP_ASSERT_OK(bp_stream_synchronize(bp_current_stream(dev)));
+        assert_bytes(got, want, N);
+    }
+
+    /* No memory for the temporary block: out of memory, with a message. */
+    BP_ASSERT_OK(bp_memory_empty_cache(dev));
+    BP_ASSERT_OK(bp_memory_set_limit(dev, bp_test_memory_stats(dev).reserved_bytes));
+    BP_ASSERT_ERR(bp_memory_copy_async(d + 1, dev, d, dev, N - 1, NULL), BP_ERR_OUT_OF_MEMORY,
+                  "staging a copy whose ranges overlap");
+    BP_ASSERT_OK(bp_memory_set_limit(dev, 0));
+    BP_ASSERT_OK(bp_memory_free(dev, d));
+    BP_ASSERT_OK(bp_memory_empty_cache(dev));
+    free(want);
+    free(got);
+}
+
 static void test_memset(void **state) {
     (void)state;
     bp_device *dev = bp_test_clean_cpu();
@@ -641,6 +690,7 @@ int main(void) {
         cmocka_unit_test(test_alloc_free_basic),
         cmocka_unit_test(test_alignment),
         cmocka_unit_test(test_copy_round_trip),
+        cmocka_unit_test(test_overlapping_copy),
         cmocka_unit_test(test_memset),
         cmocka_unit_test(test_zero_size_and_null_free),
         cmocka_unit_test(test_double_free),

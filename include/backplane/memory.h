@@ -94,7 +94,12 @@ BP_API bp_status bp_host_free(bp_device *device, void *ptr);
  *  destination device, or of the source when the destination is host memory.
  *  Between devices of two different backends the copy is staged through host memory
  *  on the host, after the source device's work is done, and it has completed when
- *  the call returns. */
+ *  the call returns.
+ *  Within one device the copy has memmove semantics: when the two ranges overlap, the
+ *  destination ends up holding what the source held before the copy. Such a copy is
+ *  staged, in stream order, through a temporary block of `size` bytes from the
+ *  device's caching allocator (so it may fail with BP_ERR_OUT_OF_MEMORY), and backends
+ *  never see overlapping ranges; dst == src copies nothing. */
 BP_API bp_status bp_memory_copy_async(void *dst, bp_device *dst_device, const void *src,
                                       bp_device *src_device, size_t size, bp_stream *stream);
 

@@ -23,6 +23,11 @@
  *   mem_info_free_above_total
  *                     mem_info of the last device reports more free memory than its
  *                     total (the first device is right)
+ *   memset_drops_byte memset leaves the last byte unwritten
+ *   peer_copy_chunk   a peer copy of more than 1 MiB loses the byte at each 1 MiB boundary
+ *                     (it copies in 1 MiB chunks and skips each later chunk's first byte)
+ *   guard_global      the current device of the guard is one process-wide variable, not
+ *                     one per thread
  *
  * BROKEN_GUARD_ABI_1_0 builds a copy that declares ABI 1.1 and a guard table of the
  * 1.0 size: the host must not see its get_current (the loader tests).
@@ -32,6 +37,7 @@
  * takes the core's fallback (an event and a host thread) for real. */
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,6 +73,9 @@ typedef enum broken_defect {
     DEFECT_OOM_ABORT,
     DEFECT_QUERY_HANG,
     DEFECT_MEM_INFO_FREE_ABOVE_TOTAL,
+    DEFECT_MEMSET_DROPS_BYTE,
+    DEFECT_PEER_COPY_CHUNK,
+    DEFECT_GUARD_GLOBAL,
     DEFECT_COUNT
 } broken_defect;
 
@@ -87,6 +96,11 @@ static const struct {
     [DEFECT_QUERY_HANG] = {"query_hang", "stream query never returns"},
     [DEFECT_MEM_INFO_FREE_ABOVE_TOTAL] = {"mem_info_free_above_total",
                                           "the last device's mem_info reports free > total"},
+    [DEFECT_MEMSET_DROPS_BYTE] = {"memset_drops_byte", "memset leaves the last byte unwritten"},
+    [DEFECT_PEER_COPY_CHUNK] = {"peer_copy_chunk",
+                                "peer copies lose the byte at each 1 MiB boundary"},
+    [DEFECT_GUARD_GLOBAL] = {"guard_global",
+                             "the guard's current device is process-wide, not per thread"},
 };
 
 /* ---- state ---- */
@@ -147,7 +161,7 @@ static bp_status read_defect(const bp_host_services *host, broken_defect *out) {
             return BP_OK;
         }
     }
-    char valid[256] = "";
+    char valid[512] = "";
     size_t used = 0;
     for (int k = DEFECT_NONE + 1; k < DEFECT_COUNT && used < sizeof valid; k++)
         used += (size_t)snprintf(valid + used, sizeof valid - used, "%s%s",
@@ -499,36 +513,62 @@ static bp_status broken_copy_async(void *stream, void *dst, const void *src, siz
     return b->cpu->memory->copy_async(s->cpu, dst, src, copied_bytes(b, size), kind);
 }
 
+/* peer_copy_chunk: a peer copy of `size` bytes in chunks of this many, each chunk after
+ * the first missing its first byte. */
+#define PEER_CHUNK ((size_t)1 << 20)
+
+static bp_status copy_peer_chunked(broken_stream *s, char *dst, const char *src, size_t size) {
+    const bp_plugin_descriptor *cpu = s->device->backend->cpu;
+    bp_status st = BP_OK;
+    for (size_t at = 0; at < size && st == BP_OK; at += PEER_CHUNK) {
+        size_t skip = at > 0, n = size - at < PEER_CHUNK ? size - at : PEER_CHUNK;
+        st = cpu->memory->copy_async(s->cpu, dst + at + skip, src + at + skip, n - skip,
+                                     BP_COPY_DEVICE_TO_DEVICE);
+    }
+    return st;
+}
+
 /* Both devices are host memory: a peer copy is a device-to-device copy. */
 static bp_status broken_copy_peer_async(void *stream, void *dst, void *dst_device, const void *src,
                                         void *src_device, size_t size) {
     broken_stream *s = stream;
     broken_backend *b = s->device->backend;
+    if (has(b, DEFECT_PEER_COPY_CHUNK))
+        return copy_peer_chunked(s, dst, src, size);
     return b->cpu->memory->copy_async(s->cpu, dst, src, copied_bytes(b, size),
                                       BP_COPY_DEVICE_TO_DEVICE);
 }
 
 static bp_status broken_memset_async(void *stream, void *ptr, int value, size_t size) {
     broken_stream *s = stream;
-    return s->device->backend->cpu->memory->memset_async(s->cpu, ptr, value, size);
+    broken_backend *b = s->device->backend;
+    if (has(b, DEFECT_MEMSET_DROPS_BYTE) && size > 0)
+        size--;
+    return b->cpu->memory->memset_async(s->cpu, ptr, value, size);
 }
 
 /* ---- guard: the device this backend holds current on each thread ---- */
 
 static _Thread_local int tls_current = -1; /* index, -1: none yet on this thread */
+/* guard_global: the one current device of every thread. */
+static _Atomic int global_current = -1;
 
 static bp_status broken_set_current(void *device) {
     broken_device *d = device;
     if (has(d->backend, DEFECT_GUARD_NO_RESTORE) && tls_current >= 0 && d->index < tls_current)
         return BP_OK;
-    tls_current = d->index;
+    if (has(d->backend, DEFECT_GUARD_GLOBAL))
+        global_current = d->index;
+    else
+        tls_current = d->index;
     return BP_OK;
 }
 
 static bp_status broken_get_current(void *backend, int *out_index) {
-    if (tls_current < 0)
+    int current = has(backend, DEFECT_GUARD_GLOBAL) ? global_current : tls_current;
+    if (current < 0)
         return BP_ERR_NOT_FOUND;
-    *out_index = tls_current;
+    *out_index = current;
     return BP_OK;
 }
 
