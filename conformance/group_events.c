@@ -4,7 +4,8 @@
  * Each check that an event's completion means "the work is done" reads the data
  * through a stream that is not ordered after the writer, so only the event's answer
  * makes the read safe: a backend whose event reports completion early reads stale
- * data. Checks are one-directional: a device may finish work before the next call. */
+ * data. Checks are one-directional: a device may finish work before the next call;
+ * where a test needs work "still pending" it holds the stream on a gate (gate.h). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,12 @@
  * The device may be much faster than the host (a GPU finishes the slow work before the
  * next call returns) or much slower; so every check is one-directional: "query said
  * done => the data is final", "after synchronize the data is final". A reader that must
- * not be ordered after the writer reads through a separate stream. */
+ * not be ordered after the writer reads through a separate stream. Where a test needs
+ * work "still pending", it holds the stream on a gate (gate.h) instead: while the gate
+ * is closed, a correct device cannot have run what follows it (hold.h: skipped where
+ * the library's host-function fallback would block the test thread). The tests decide
+ * their verdicts with stream query, synchronize, memset and copies only (never event
+ * query or event synchronize, which the events group checks). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
