@@ -1,6 +1,8 @@
 /* A gate that holds streams on a host function (gate.h). */
 #include "gate.h"
 
+#include <time.h>
+
 void bp_conf_gate_init(bp_conf_gate *gate) {
     pthread_mutex_init(&gate->lock, NULL);
     pthread_cond_init(&gate->changed, NULL);
@@ -30,6 +32,38 @@ void bp_conf_gate_open(bp_conf_gate *gate) {
     gate->open = true;
     pthread_cond_broadcast(&gate->changed);
     pthread_mutex_unlock(&gate->lock);
+}
+
+bool bp_conf_gate_is_open(bp_conf_gate *gate) {
+    pthread_mutex_lock(&gate->lock);
+    bool open = gate->open;
+    pthread_mutex_unlock(&gate->lock);
+    return open;
+}
+
+static void *opener_main(void *arg) {
+    bp_conf_gate_opener *o = arg;
+    struct timespec left = {(time_t)(o->ms / 1000), (long)(o->ms % 1000) * 1000000L};
+    while (nanosleep(&left, &left) != 0) /* interrupted: sleep what remains */
+        ;
+    bp_conf_gate_open(o->gate);
+    return NULL;
+}
+
+bool bp_conf_gate_open_later(bp_conf_gate_opener *opener, bp_conf_gate *gate, unsigned ms) {
+    opener->gate = gate;
+    opener->ms = ms;
+    if (pthread_create(&opener->thread, NULL, opener_main, opener) == 0)
+        return true;
+    bp_conf_gate_open(gate);
+    opener->gate = NULL;
+    return false;
+}
+
+void bp_conf_gate_opener_join(bp_conf_gate_opener *opener) {
+    if (opener->gate)
+        pthread_join(opener->thread, NULL);
+    opener->gate = NULL;
 }
 
 void bp_conf_gate_wait_entered(bp_conf_gate *gate, int n) {

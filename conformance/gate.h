@@ -37,6 +37,24 @@ void bp_conf_gate_wait_entered(bp_conf_gate *gate, int n);
  * still uses the gate. */
 void bp_conf_gate_destroy(bp_conf_gate *gate, int holders);
 
+/* True once the gate has been opened. */
+bool bp_conf_gate_is_open(bp_conf_gate *gate);
+
+/* A thread that opens a gate after at least `ms` milliseconds, for a test that
+ * blocks in a wait the gate holds back: a correct wait returns only after the opening
+ * (bp_conf_gate_is_open then says so for certain), whenever it comes. */
+typedef struct bp_conf_gate_opener {
+    pthread_t thread;
+    bp_conf_gate *gate;
+    unsigned ms;
+} bp_conf_gate_opener;
+
+/* Starts the opener; false (the gate opened at once) when no thread can be started. */
+bool bp_conf_gate_open_later(bp_conf_gate_opener *opener, bp_conf_gate *gate, unsigned ms);
+
+/* Waits for the opener's thread (the gate is open afterwards). */
+void bp_conf_gate_opener_join(bp_conf_gate_opener *opener);
+
 /* Host functions that check their own order: the function of the step with index i
  * counts itself wrong unless it is the i-th of its sequence to run. The host functions
  * of one stream run one at a time, so the fields need no lock. */

@@ -4,14 +4,17 @@
  * Each check that an event's completion means "the work is done" reads the data
  * through a stream that is not ordered after the writer, so only the event's answer
  * makes the read safe: a backend whose event reports completion early reads stale
- * data. Checks are one-directional: a device may finish work before the next call. */
+ * data. Checks are one-directional: a device may finish work before the next call;
+ * where a test needs work "still pending" it holds the stream on a gate (gate.h). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "conformance.h"
 #include "expect.h"
 #include "gate.h"
+#include "hold.h"
 #include "thread_report.h"
 #include "work.h"
 
@@ -355,6 +358,122 @@ static void test_rerecord(void **state) {
         BP_CONF_OK(bp_stream_destroy(streams[i]));
 }
 
+/* An event recorded on stream B after B's wait for an event of stream A, which a
+ * host function holds, is not done while A is held: the wait is part of B's work. Once
+ * A is released and the event synchronized, query says done. */
+static void test_query_sees_cross_stream_wait(void **state) {
+    (void)state;
+    BP_CONF_REQUIRE_NATIVE_HOST_FUNCS();
+    bp_stream *a = bp_conf_stream(), *b = bp_conf_stream();
+    bp_event *e = new_event(BP_EVENT_DEFAULT), *f = new_event(BP_EVENT_DEFAULT);
+    bp_conf_gate gate;
+    bp_conf_gate_init(&gate);
+    bp_status held = bp_conf_gate_hold(&gate, a);
+    bp_status st = held == BP_OK ? bp_event_record(e, a) : held;
+    if (st == BP_OK)
+        st = bp_stream_wait_event(b, e);
+    if (st == BP_OK)
+        st = bp_event_record(f, b);
+    bp_clear_error();
+    bp_status query = st == BP_OK ? bp_event_query(f) : st;
+    bool message = bp_last_error()[0] != '\0';
+    /* Opens the gate and waits for its host function to return, before any check can
+     * end the test (the gate lives on this frame). */
+    bp_conf_gate_destroy(&gate, held == BP_OK ? 1 : 0);
+    BP_CONF_OK(st);
+    if (query != BP_ERR_NOT_READY)
+        fail_msg("bp_event_query returned %s for an event recorded on B after B's wait for an "
+                 "event of stream A, which a host function held: expected BP_ERR_NOT_READY",
+                 bp_status_str(query));
+    if (message)
+        fail_msg("BP_ERR_NOT_READY set the error message '%s'", bp_last_error());
+    BP_CONF_OK(bp_event_synchronize(f));
+    BP_CONF_OK(bp_event_query(f));
+    BP_CONF_OK(bp_event_query(e));
+    BP_CONF_OK(bp_event_destroy(e));
+    BP_CONF_OK(bp_event_destroy(f));
+    BP_CONF_OK(bp_stream_destroy(a));
+    BP_CONF_OK(bp_stream_destroy(b));
+}
+
+/* ---- elapsed time ---- */
+
+/* How long the stream is held between the timing events, at least: long against any
+ * timer's resolution, short for the suite. */
+#define HOLD_MS 60.0
+
+/* What a device's timer may lose or add at each end of an interval against the host's
+ * CLOCK_MONOTONIC: a timer that counts in whole milliseconds (the coarsest we accept)
+ * is off by less than 1 ms per end. */
+#define TIMER_SLACK_MS 2.0
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Sleeps at least `ms` milliseconds (nanosleep never returns early unless a signal
+ * interrupts it, and then it goes on with what remains). */
+static void sleep_ms(double ms) {
+    long long ns = (long long)(ms * 1e6);
+    struct timespec left = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+    while (nanosleep(&left, &left) != 0)
+        ;
+}
+
+/* Elapsed time is the time in milliseconds between the moments the stream reached the
+ * two events. Start is recorded, a host function holds the stream, end is recorded;
+ * once the host function has started (so the stream has passed start), the host sleeps
+ * and then releases it (so the stream reaches end after that). So the interval holds
+ * the measured hold, and lies inside what the host measured from before record(start)
+ * to after synchronize(end): held <= elapsed <= wall, each within TIMER_SLACK_MS. Seconds,
+ * microseconds and timestamps taken when record() is called all fail. */
+static void test_elapsed_is_stream_time(void **state) {
+    (void)state;
+    BP_CONF_REQUIRE_CAP(BP_CAP_TIMED_EVENTS);
+    BP_CONF_REQUIRE_NATIVE_HOST_FUNCS();
+    bp_stream *s = bp_conf_stream();
+    bp_event *start = new_event(BP_EVENT_TIMING), *end = new_event(BP_EVENT_TIMING);
+    bp_conf_gate gate;
+    bp_conf_gate_init(&gate);
+    double wall_start = now_ms();
+    bp_status st = bp_event_record(start, s);
+    bp_status held = st == BP_OK ? bp_conf_gate_hold(&gate, s) : st;
+    st = held == BP_OK ? bp_event_record(end, s) : held;
+    double hold = 0.0;
+    if (st == BP_OK) {
+        bp_conf_gate_wait_entered(&gate, 1);
+        double entered = now_ms();
+        sleep_ms(HOLD_MS);
+        hold = now_ms() - entered;
+    }
+    /* Opens the gate and waits for its host function to return, before any check can
+     * end the test (the gate lives on this frame). */
+    bp_conf_gate_destroy(&gate, held == BP_OK ? 1 : 0);
+    BP_CONF_OK(st);
+    BP_CONF_OK(bp_event_synchronize(end));
+    double wall = now_ms() - wall_start;
+    float elapsed = -1.0f;
+    BP_CONF_OK(bp_event_elapsed_ms(start, end, &elapsed));
+    print_message("held %.3f ms, elapsed %.3f ms, host wall time %.3f ms\n", hold,
+                  (double)elapsed, wall);
+    if (!((double)elapsed >= hold - TIMER_SLACK_MS))
+        fail_msg("elapsed time %g ms between two events, with the stream held for %.3f ms "
+                 "between them (measured on the host): expected at least that, in "
+                 "milliseconds, less %g ms of timer resolution (timestamps taken when "
+                 "record() is called, or a unit other than ms?)",
+                 (double)elapsed, hold, TIMER_SLACK_MS);
+    if (!((double)elapsed <= wall + TIMER_SLACK_MS))
+        fail_msg("elapsed time %g ms between two events, all of it inside %.3f ms of host "
+                 "wall time: expected at most that, in milliseconds, plus %g ms of timer "
+                 "resolution (a unit other than ms?)",
+                 (double)elapsed, wall, TIMER_SLACK_MS);
+    BP_CONF_OK(bp_event_destroy(start));
+    BP_CONF_OK(bp_event_destroy(end));
+    BP_CONF_OK(bp_stream_destroy(s));
+}
+
 /* Milliseconds between timing events recorded around two pieces of `rounds` of slow
  * work on s; a third event between the two must give a time between 0 and that. */
 static float time_work(bp_stream *s, void *x, int rounds) {
@@ -413,12 +532,20 @@ static const bp_conf_test tests[] = {
      "after bp_event_synchronize the work before the record is final on another stream", NULL},
     {"query_complete_means_done", test_query_complete_means_done,
      "once bp_event_query says OK the work before the record is final on another stream", NULL},
+    {"query_sees_cross_stream_wait", test_query_sees_cross_stream_wait,
+     "an event recorded after a wait for an event of a held stream is NOT_READY until that "
+     "stream is released",
+     NULL},
     {"cross_stream_wait", test_cross_stream_wait,
      "a chain and a fan-in of streams ordered by events give the right bytes", NULL},
     {"cross_thread_wait", test_cross_thread_wait,
      "an event recorded on one thread orders a stream and the host on another thread", NULL},
     {"rerecord", test_rerecord,
      "re-recording moves the marker; a wait enqueued before keeps the earlier one", NULL},
+    {"elapsed_is_stream_time", test_elapsed_is_stream_time,
+     "elapsed time is the milliseconds between the moments the stream reached the events: "
+     "at least a measured hold between them, at most the host's wall time around them",
+     NULL},
     {"elapsed_time", test_elapsed_time,
      "elapsed time is >= 0, ordered, and larger for much more work", NULL},
 };

@@ -5,7 +5,12 @@
  * The device may be much faster than the host (a GPU finishes the slow work before the
  * next call returns) or much slower; so every check is one-directional: "query said
  * done => the data is final", "after synchronize the data is final". A reader that must
- * not be ordered after the writer reads through a separate stream. */
+ * not be ordered after the writer reads through a separate stream. Where a test needs
+ * work "still pending", it holds the stream on a gate (gate.h) instead: while the gate
+ * is closed, a correct device cannot have run what follows it (hold.h: skipped where
+ * the library's host-function fallback would block the test thread). The tests decide
+ * their verdicts with stream query, synchronize, memset and copies only (never event
+ * query or event synchronize, which the events group checks). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +18,7 @@
 #include "conformance.h"
 #include "expect.h"
 #include "gate.h"
+#include "hold.h"
 #include "work.h"
 
 /* Bytes of the buffers the slow work fills: large enough to be real work, small
@@ -263,10 +269,14 @@ static void test_synchronize_waits(void **state) {
     BP_CONF_OK(bp_stream_destroy(reader));
 }
 
-/* bp_device_synchronize waits for the work of every stream of the device. */
+/* bp_device_synchronize waits for the work of every stream of the device: each stream
+ * is held on a gate with a memset behind it, and a thread opens the gate a while
+ * later. When bp_device_synchronize returns, the gate must be open (a fact, whenever
+ * the thread opens it) and every memset done. No allocation is in flight meanwhile,
+ * so the check does not depend on the allocator's stream-ordered reuse. */
 static void test_device_synchronize_waits(void **state) {
     (void)state;
-    enum { STREAMS = 3 };
+    enum { STREAMS = 3, OPEN_AFTER_MS = 50 };
     bp_device *dev = bp_conf.device;
     uint64_t rng = bp_conf_test_seed();
     bp_stream *s[STREAMS], *reader = bp_conf_stream();
@@ -277,9 +287,28 @@ static void test_device_synchronize_waits(void **state) {
         bp_conf_two_bytes(&rng, &old_value[i], &new_value[i]);
         x[i] = bp_conf_filled_buffer(s[i], FILL_BYTES, old_value[i]);
     }
-    for (int i = 0; i < STREAMS; i++)
-        BP_CONF_OK(bp_conf_slow_fill(s[i], x[i], FILL_BYTES, new_value[i], SLOW_ROUNDS));
-    BP_CONF_OK(bp_device_synchronize(dev));
+    bp_conf_gate gate;
+    bp_conf_gate_init(&gate);
+    int holders = 0;
+    bp_status st = BP_OK;
+    for (int i = 0; i < STREAMS && st == BP_OK; i++)
+        if ((st = bp_conf_gate_hold(&gate, s[i])) == BP_OK)
+            holders++;
+    /* Through the library's host-function fallback the memsets block until the opener
+     * opens the gate: the check is then weaker, never wrong. */
+    bp_conf_gate_opener opener;
+    bp_conf_gate_open_later(&opener, &gate, OPEN_AFTER_MS);
+    for (int i = 0; i < STREAMS && st == BP_OK; i++)
+        st = bp_memory_set_async(dev, x[i], new_value[i], FILL_BYTES, s[i]);
+    bp_status synced = st == BP_OK ? bp_device_synchronize(dev) : st;
+    bool open_at_return = bp_conf_gate_is_open(&gate);
+    bp_conf_gate_opener_join(&opener);
+    bp_conf_gate_destroy(&gate, holders);
+    BP_CONF_OK(st);
+    BP_CONF_OK(synced);
+    if (!open_at_return)
+        fail_msg("bp_device_synchronize returned while a host function still held %d streams "
+                 "of the device", STREAMS);
     for (int i = 0; i < STREAMS; i++)
         bp_conf_expect_filled(reader, x[i], FILL_BYTES, new_value[i],
                               "buffer read on another stream after bp_device_synchronize");
@@ -313,6 +342,178 @@ static void test_wait_event_orders_streams(void **state) {
     BP_CONF_OK(bp_event_destroy(e));
     BP_CONF_OK(bp_stream_destroy(a));
     BP_CONF_OK(bp_stream_destroy(b));
+}
+
+/* ---- work behind a held stream ---- */
+
+/* The transfers of small_transfers_wait: each writes `new_value` over a destination
+ * that holds `old_value`, in one direction, enqueued behind a gate. */
+enum { TRANSFER_D2H, TRANSFER_H2D, TRANSFER_D2D, TRANSFER_MEMSET, TRANSFER_KINDS };
+static const char *const transfer_names[TRANSFER_KINDS] = {
+    "device-to-host copy", "host-to-device copy", "device-to-device copy", "memset"};
+
+/* A host buffer of either kind: pageable (malloc) or from bp_host_alloc. */
+static void *host_alloc_kind(size_t n, bool pinned) {
+    if (!pinned)
+        return bp_conf_host_buffer(n);
+    void *p = NULL;
+    BP_CONF_OK(bp_host_alloc(bp_conf.device, n, &p));
+    return p;
+}
+
+static void host_free_kind(void *p, bool pinned) {
+    if (pinned)
+        BP_CONF_OK(bp_host_free(bp_conf.device, p));
+    else
+        free(p);
+}
+
+/* One round of small_transfers_wait for `n` bytes and host memory of one kind: on s,
+ * held on a gate, a copy in each direction and a memset; while the gate holds s,
+ * every destination still holds its old bytes (read on the host, or through `reader`,
+ * which is not ordered after s); once s is synchronized, the new ones. */
+static void transfers_behind_gate(bp_stream *s, bp_stream *reader, size_t n, bool pinned,
+                                  uint64_t *rng) {
+    bp_device *dev = bp_conf.device;
+    int old_value, new_value;
+    bp_conf_two_bytes(rng, &old_value, &new_value);
+    unsigned char *host_dst = host_alloc_kind(n, pinned), *host_src = host_alloc_kind(n, pinned);
+    memset(host_dst, old_value, n);
+    memset(host_src, new_value, n);
+    void *dev_src = bp_conf_filled_buffer(s, n, new_value);
+    void *dst[TRANSFER_KINDS] = {host_dst};
+    for (int k = TRANSFER_H2D; k < TRANSFER_KINDS; k++)
+        dst[k] = bp_conf_filled_buffer(s, n, old_value);
+    unsigned char *seen = bp_conf_host_buffer(n * TRANSFER_KINDS);
+
+    bp_conf_gate gate;
+    bp_conf_gate_init(&gate);
+    bp_status st = bp_conf_gate_hold(&gate, s);
+    bp_status enq[TRANSFER_KINDS] = {BP_OK};
+    if (st == BP_OK) {
+        enq[TRANSFER_D2H] = bp_memory_copy_async(host_dst, NULL, dev_src, dev, n, s);
+        enq[TRANSFER_H2D] = bp_memory_copy_async(dst[TRANSFER_H2D], dev, host_src, NULL, n, s);
+        enq[TRANSFER_D2D] = bp_memory_copy_async(dst[TRANSFER_D2D], dev, dev_src, dev, n, s);
+        enq[TRANSFER_MEMSET] = bp_memory_set_async(dev, dst[TRANSFER_MEMSET], new_value, n, s);
+    }
+    /* What each destination holds while s is held: the host buffer as it is, the
+     * device buffers read through the reader. */
+    memcpy(seen, host_dst, n);
+    bp_status read = BP_OK;
+    for (int k = TRANSFER_H2D; k < TRANSFER_KINDS && read == BP_OK; k++)
+        read = bp_conf_download(reader, dst[k], n, seen + (size_t)k * n);
+    /* Opens the gate and waits for its host function to return, before any check can
+     * end the test (the gate lives on this frame). */
+    bp_conf_gate_destroy(&gate, st == BP_OK ? 1 : 0);
+    BP_CONF_OK(st);
+    for (int k = 0; k < TRANSFER_KINDS; k++)
+        if (enq[k] != BP_OK)
+            fail_msg("enqueueing a %s of %zu bytes behind a held stream returned %s: %s",
+                     transfer_names[k], n, bp_status_str(enq[k]), bp_last_error());
+    BP_CONF_OK(read);
+    for (int k = 0; k < TRANSFER_KINDS; k++) {
+        size_t bad = 0;
+        if (!bp_conf_all_bytes(seen + (size_t)k * n, n, old_value, &bad))
+            fail_msg("a %s of %zu bytes (%s host memory) enqueued behind a host function that "
+                     "still held the stream had already written: byte %zu is 0x%02x, the old "
+                     "0x%02x expected (the new is 0x%02x)",
+                     transfer_names[k], n, pinned ? "bp_host_alloc" : "pageable", bad,
+                     seen[(size_t)k * n + bad], (unsigned char)old_value,
+                     (unsigned char)new_value);
+    }
+    BP_CONF_OK(bp_stream_synchronize(s));
+    size_t bad = 0;
+    if (!bp_conf_all_bytes(host_dst, n, new_value, &bad))
+        fail_msg("after synchronize, byte %zu of a %zu-byte device-to-host copy is 0x%02x, "
+                 "expected 0x%02x",
+                 bad, n, host_dst[bad], (unsigned char)new_value);
+    for (int k = TRANSFER_H2D; k < TRANSFER_KINDS; k++)
+        bp_conf_expect_filled(reader, dst[k], n, new_value,
+                              "destination of a transfer behind a released host function");
+    free(seen);
+    for (int k = TRANSFER_H2D; k < TRANSFER_KINDS; k++)
+        BP_CONF_OK(bp_memory_free(dev, dst[k]));
+    BP_CONF_OK(bp_memory_free(dev, dev_src));
+    host_free_kind(host_dst, pinned);
+    host_free_kind(host_src, pinned);
+}
+
+/* Work enqueued behind pending work waits for it whatever its size: transfers of 1, 4,
+ * 64 bytes and more, in every direction and with both kinds of host memory, behind a
+ * host function that holds the stream, have not run while it holds it. */
+static void test_small_transfers_wait(void **state) {
+    (void)state;
+    BP_CONF_REQUIRE_NATIVE_HOST_FUNCS();
+    static const size_t sizes[] = {1, 4, 64, 65, 4096, FILL_BYTES};
+    uint64_t rng = bp_conf_test_seed();
+    bp_stream *s = bp_conf_stream(), *reader = bp_conf_stream();
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        for (int pinned = 0; pinned < 2; pinned++)
+            transfers_behind_gate(s, reader, sizes[i], pinned, &rng);
+    BP_CONF_OK(bp_stream_destroy(s));
+    BP_CONF_OK(bp_stream_destroy(reader));
+}
+
+/* Stream A is held on a gate and records E; bp_stream_wait_event(B, E) returns while A
+ * is still held (a wait that blocks the host hangs here, and the group's timeout fails
+ * this test). Then B is not done, and a memset enqueued on B after the wait has not
+ * run; once A is released and B synchronized, it has. The verdict uses only stream
+ * query, synchronize, memset and copies, checked before. */
+static void test_wait_event_does_not_block_host(void **state) {
+    (void)state;
+    BP_CONF_REQUIRE_NATIVE_HOST_FUNCS();
+    bp_device *dev = bp_conf.device;
+    uint64_t rng = bp_conf_test_seed();
+    int old_value, new_value;
+    bp_conf_two_bytes(&rng, &old_value, &new_value);
+    bp_stream *a = bp_conf_stream(), *b = bp_conf_stream(), *reader = bp_conf_stream();
+    bp_event *e = NULL;
+    BP_CONF_OK(bp_event_create(dev, BP_EVENT_DEFAULT, &e));
+    void *y = bp_conf_filled_buffer(b, FILL_BYTES, old_value);
+    unsigned char *seen = bp_conf_host_buffer(FILL_BYTES);
+
+    bp_conf_gate gate;
+    bp_conf_gate_init(&gate);
+    bp_status held = bp_conf_gate_hold(&gate, a);
+    bp_status rec = held == BP_OK ? bp_event_record(e, a) : held;
+    bp_status wait = rec == BP_OK ? bp_stream_wait_event(b, e) : rec;
+    /* Reached only when the wait returned while A was held. */
+    bp_clear_error();
+    bp_status query = wait == BP_OK ? bp_stream_query(b) : wait;
+    bool message = bp_last_error()[0] != '\0';
+    bp_status set = query == BP_ERR_NOT_READY
+                        ? bp_memory_set_async(dev, y, new_value, FILL_BYTES, b)
+                        : BP_OK;
+    bp_status read = set == BP_OK ? bp_conf_download(reader, y, FILL_BYTES, seen) : set;
+    /* Opens the gate and waits for its host function to return, before any check can
+     * end the test (the gate lives on this frame). */
+    bp_conf_gate_destroy(&gate, held == BP_OK ? 1 : 0);
+    BP_CONF_OK(held);
+    BP_CONF_OK(rec);
+    BP_CONF_OK(wait);
+    if (query != BP_ERR_NOT_READY)
+        fail_msg("bp_stream_query(B) returned %s while B waited for an event of stream A, "
+                 "which a host function held: expected BP_ERR_NOT_READY",
+                 bp_status_str(query));
+    if (message)
+        fail_msg("BP_ERR_NOT_READY set the error message '%s'", bp_last_error());
+    BP_CONF_OK(set);
+    BP_CONF_OK(read);
+    size_t bad = 0;
+    if (!bp_conf_all_bytes(seen, FILL_BYTES, old_value, &bad))
+        fail_msg("a memset enqueued on B after B's wait for an event of held stream A had run "
+                 "before A was released: byte %zu is 0x%02x, the old 0x%02x expected",
+                 bad, seen[bad], (unsigned char)old_value);
+    BP_CONF_OK(bp_stream_synchronize(b));
+    BP_CONF_OK(bp_stream_query(b));
+    bp_conf_expect_filled(reader, y, FILL_BYTES, new_value,
+                          "buffer set on B after its wait, once A was released");
+    free(seen);
+    BP_CONF_OK(bp_memory_free(dev, y));
+    BP_CONF_OK(bp_event_destroy(e));
+    BP_CONF_OK(bp_stream_destroy(a));
+    BP_CONF_OK(bp_stream_destroy(b));
+    BP_CONF_OK(bp_stream_destroy(reader));
 }
 
 /* The default stream is one stable stream of the device; it works and cannot be
@@ -360,9 +561,19 @@ static const bp_conf_test tests[] = {
     {"synchronize_waits", test_synchronize_waits,
      "after bp_stream_synchronize slow work is final on another stream", NULL},
     {"device_synchronize_waits", test_device_synchronize_waits,
-     "after bp_device_synchronize the work of every stream is final", NULL},
+     "bp_device_synchronize returns only after held streams are released, and their work "
+     "is final",
+     NULL},
     {"wait_event_orders_streams", test_wait_event_orders_streams,
      "a stream that waits for another stream's event sees that stream's result", NULL},
+    {"small_transfers_wait", test_small_transfers_wait,
+     "copies in every direction (pageable and bp_host_alloc memory) and memsets of 1, 4, 64 "
+     "bytes and more behind a held stream have not run until it is released",
+     NULL},
+    {"wait_event_does_not_block_host", test_wait_event_does_not_block_host,
+     "bp_stream_wait_event on an event behind a held stream returns at once; the waiting "
+     "stream is NOT_READY and its later work has not run until the event's stream is released",
+     NULL},
     {"default_stream", test_default_stream,
      "the default stream is stable, usable and cannot be destroyed", NULL},
 };

@@ -28,6 +28,15 @@
  *                     (it copies in 1 MiB chunks and skips each later chunk's first byte)
  *   guard_global      the current device of the guard is one process-wide variable, not
  *                     one per thread
+ *   elapsed_seconds   elapsed_ms reports seconds
+ *   timestamp_at_record  timing events take their timestamp when record() is
+ *                     called, not when the stream reaches them
+ *   small_copy_eager  copies of at most 64 bytes run at once on the calling thread,
+ *                     ignoring the work pending on the stream
+ *   wait_blocks_host  stream wait_event synchronizes the event on the host first
+ *   query_ignores_waits  stream and event query report done once the stream's own
+ *                     work (copies, memsets, kernels, host functions) is done,
+ *                     ignoring its waits for other streams' events
  *
  * BROKEN_GUARD_ABI_1_0 builds a copy that declares ABI 1.1 and a guard table of the
  * 1.0 size: the host must not see its get_current (the loader tests).
@@ -44,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <backplane/plugin.h>
@@ -76,6 +86,11 @@ typedef enum broken_defect {
     DEFECT_MEMSET_DROPS_BYTE,
     DEFECT_PEER_COPY_CHUNK,
     DEFECT_GUARD_GLOBAL,
+    DEFECT_ELAPSED_SECONDS,
+    DEFECT_TIMESTAMP_AT_RECORD,
+    DEFECT_SMALL_COPY_EAGER,
+    DEFECT_WAIT_BLOCKS_HOST,
+    DEFECT_QUERY_IGNORES_WAITS,
     DEFECT_COUNT
 } broken_defect;
 
@@ -101,6 +116,15 @@ static const struct {
                                 "peer copies lose the byte at each 1 MiB boundary"},
     [DEFECT_GUARD_GLOBAL] = {"guard_global",
                              "the guard's current device is process-wide, not per thread"},
+    [DEFECT_ELAPSED_SECONDS] = {"elapsed_seconds", "elapsed_ms reports seconds"},
+    [DEFECT_TIMESTAMP_AT_RECORD] = {"timestamp_at_record",
+                                    "timing events are stamped when record() is called"},
+    [DEFECT_SMALL_COPY_EAGER] = {"small_copy_eager",
+                                 "copies of at most 64 bytes run at once, ignoring pending work"},
+    [DEFECT_WAIT_BLOCKS_HOST] = {"wait_blocks_host",
+                                 "stream wait_event synchronizes the event on the host"},
+    [DEFECT_QUERY_IGNORES_WAITS] = {"query_ignores_waits",
+                                    "stream/event query ignore the stream's event waits"},
 };
 
 /* ---- state ---- */
@@ -135,17 +159,91 @@ struct broken_backend {
     broken_device devices[BROKEN_DEVICES];
 };
 
+/* query_ignores_waits: a cpu event recorded right after a piece of the stream's own
+ * work, which a query then asks instead of the stream or the event: it completes
+ * before any wait enqueued after that work. Shared by the stream and the events
+ * recorded on it (refs). */
+typedef struct own_marker {
+    void *cpu_event;
+    atomic_int refs;
+} own_marker;
+
 typedef struct broken_stream {
     broken_device *device;
     void *cpu;
+    pthread_mutex_t lock; /* guards own */
+    own_marker *own;      /* query_ignores_waits: after the latest own work, or NULL */
 } broken_stream;
 
 typedef struct broken_event {
     broken_device *device;
     void *cpu;
+    pthread_mutex_t lock;     /* guards own */
+    own_marker *own;          /* query_ignores_waits: the stream's marker at the record */
+    _Atomic int64_t record_ns; /* timestamp_at_record: when record() was called */
 } broken_event;
 
 static bool has(const broken_backend *b, broken_defect defect) { return b->defect == defect; }
+
+/* ---- query_ignores_waits: markers of a stream's own work ---- */
+
+static own_marker *marker_retain(own_marker *m) {
+    if (m)
+        atomic_fetch_add(&m->refs, 1);
+    return m;
+}
+
+static void marker_release(const broken_backend *b, own_marker *m) {
+    if (m && atomic_fetch_sub(&m->refs, 1) == 1) {
+        b->cpu->event->destroy(m->cpu_event);
+        free(m);
+    }
+}
+
+/* Swaps the marker in *slot (under `lock`) for `m`, which it takes over. */
+static void marker_set(const broken_backend *b, pthread_mutex_t *lock, own_marker **slot,
+                       own_marker *m) {
+    pthread_mutex_lock(lock);
+    own_marker *old = *slot;
+    *slot = m;
+    pthread_mutex_unlock(lock);
+    marker_release(b, old);
+}
+
+static own_marker *marker_get(pthread_mutex_t *lock, own_marker *const *slot) {
+    pthread_mutex_lock(lock);
+    own_marker *m = marker_retain(*slot);
+    pthread_mutex_unlock(lock);
+    return m;
+}
+
+static bp_status marker_query(const broken_backend *b, own_marker *m) {
+    bp_status st = m ? b->cpu->event->query(m->cpu_event) : BP_OK;
+    marker_release(b, m);
+    return st;
+}
+
+/* query_ignores_waits: called after `status` of enqueueing own work on `s`; moves the
+ * stream's marker after it (best effort: without a marker, query asks the stream). */
+static bp_status note_own_work(broken_stream *s, bp_status status) {
+    broken_backend *b = s->device->backend;
+    if (status != BP_OK || !has(b, DEFECT_QUERY_IGNORES_WAITS))
+        return status;
+    own_marker *m = calloc(1, sizeof *m);
+    if (!m)
+        return status;
+    atomic_init(&m->refs, 1);
+    if (b->cpu->event->create(b->cpu_device, 0, &m->cpu_event) != BP_OK) {
+        free(m);
+        return status;
+    }
+    if (b->cpu->event->record(m->cpu_event, s->cpu) != BP_OK) {
+        marker_release(b, m);
+        return status;
+    }
+    marker_set(b, &s->lock, &s->own, m);
+    return status;
+}
 
 /* ---- backend ---- */
 
@@ -304,13 +402,17 @@ static bp_status broken_stream_create(void *device, int priority, void **out_str
         return st;
     }
     s->device = d;
+    pthread_mutex_init(&s->lock, NULL);
     *out_stream = s;
     return BP_OK;
 }
 
 static void broken_stream_destroy(void *stream) {
     broken_stream *s = stream;
-    s->device->backend->cpu->stream->destroy(s->cpu);
+    broken_backend *b = s->device->backend;
+    b->cpu->stream->destroy(s->cpu);
+    marker_release(b, s->own);
+    pthread_mutex_destroy(&s->lock);
     free(s);
 }
 
@@ -321,23 +423,33 @@ static bp_status broken_stream_synchronize(void *stream) {
 
 static bp_status broken_stream_query(void *stream) {
     broken_stream *s = stream;
-    if (has(s->device->backend, DEFECT_QUERY_HANG))
+    broken_backend *b = s->device->backend;
+    if (has(b, DEFECT_QUERY_HANG))
         for (;;)
             pause();
-    return s->device->backend->cpu->stream->query(s->cpu);
+    if (has(b, DEFECT_QUERY_IGNORES_WAITS))
+        return marker_query(b, marker_get(&s->lock, &s->own));
+    return b->cpu->stream->query(s->cpu);
 }
 
 static bp_status broken_stream_wait_event(void *stream, void *event) {
     broken_stream *s = stream;
-    if (has(s->device->backend, DEFECT_WAIT_IGNORED))
+    broken_backend *b = s->device->backend;
+    void *cpu_event = ((broken_event *)event)->cpu;
+    if (has(b, DEFECT_WAIT_IGNORED))
         return BP_OK;
-    return s->device->backend->cpu->stream->wait_event(s->cpu, ((broken_event *)event)->cpu);
+    if (has(b, DEFECT_WAIT_BLOCKS_HOST)) {
+        bp_status st = b->cpu->event->synchronize(cpu_event);
+        if (st != BP_OK)
+            return st;
+    }
+    return b->cpu->stream->wait_event(s->cpu, cpu_event);
 }
 
 #ifndef BROKEN_NO_HOST_FUNC
 static bp_status broken_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg) {
     broken_stream *s = stream;
-    return s->device->backend->cpu->stream->enqueue_host(s->cpu, fn, arg);
+    return note_own_work(s, s->device->backend->cpu->stream->enqueue_host(s->cpu, fn, arg));
 }
 #endif
 
@@ -356,26 +468,46 @@ static bp_status broken_event_create(void *device, int timing, void **out_event)
         return st;
     }
     e->device = d;
+    pthread_mutex_init(&e->lock, NULL);
     *out_event = e;
     return BP_OK;
 }
 
 static void broken_event_destroy(void *event) {
     broken_event *e = event;
-    e->device->backend->cpu->event->destroy(e->cpu);
+    broken_backend *b = e->device->backend;
+    b->cpu->event->destroy(e->cpu);
+    marker_release(b, e->own);
+    pthread_mutex_destroy(&e->lock);
     free(e);
+}
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static bp_status broken_event_record(void *event, void *stream) {
     broken_event *e = event;
-    return e->device->backend->cpu->event->record(e->cpu, ((broken_stream *)stream)->cpu);
+    broken_stream *s = stream;
+    broken_backend *b = e->device->backend;
+    bp_status st = b->cpu->event->record(e->cpu, s->cpu);
+    if (st == BP_OK && has(b, DEFECT_TIMESTAMP_AT_RECORD))
+        atomic_store(&e->record_ns, now_ns());
+    if (st == BP_OK && has(b, DEFECT_QUERY_IGNORES_WAITS))
+        marker_set(b, &e->lock, &e->own, marker_get(&s->lock, &s->own));
+    return st;
 }
 
 static bp_status broken_event_query(void *event) {
     broken_event *e = event;
-    if (has(e->device->backend, DEFECT_EVENT_EARLY))
+    broken_backend *b = e->device->backend;
+    if (has(b, DEFECT_EVENT_EARLY))
         return BP_OK;
-    return e->device->backend->cpu->event->query(e->cpu);
+    if (has(b, DEFECT_QUERY_IGNORES_WAITS))
+        return marker_query(b, marker_get(&e->lock, &e->own));
+    return b->cpu->event->query(e->cpu);
 }
 
 static bp_status broken_event_synchronize(void *event) {
@@ -387,7 +519,13 @@ static bp_status broken_event_synchronize(void *event) {
 
 static bp_status broken_event_elapsed_ms(void *start, void *end, float *out_ms) {
     broken_event *a = start, *z = end;
-    return a->device->backend->cpu->event->elapsed_ms(a->cpu, z->cpu, out_ms);
+    broken_backend *b = a->device->backend;
+    bp_status st = b->cpu->event->elapsed_ms(a->cpu, z->cpu, out_ms);
+    if (st == BP_OK && has(b, DEFECT_TIMESTAMP_AT_RECORD))
+        *out_ms = (float)((double)(atomic_load(&z->record_ns) - atomic_load(&a->record_ns)) / 1e6);
+    if (st == BP_OK && has(b, DEFECT_ELAPSED_SECONDS))
+        *out_ms /= 1000.0f;
+    return st;
 }
 
 /* ---- memory ---- */
@@ -506,11 +644,25 @@ static size_t copied_bytes(const broken_backend *b, size_t size) {
     return has(b, DEFECT_COPY_DROPS_BYTE) && size > 0 ? size - 1 : size;
 }
 
+/* small_copy_eager: copies up to this size are done at once on the calling thread. */
+#define EAGER_COPY_MAX 64
+
+/* small_copy_eager: true when it did the copy itself (device memory is host memory). */
+static bool copied_eagerly(const broken_backend *b, void *dst, const void *src, size_t size) {
+    if (!has(b, DEFECT_SMALL_COPY_EAGER) || size > EAGER_COPY_MAX)
+        return false;
+    memcpy(dst, src, size);
+    return true;
+}
+
 static bp_status broken_copy_async(void *stream, void *dst, const void *src, size_t size,
                                    bp_copy_kind kind) {
     broken_stream *s = stream;
     broken_backend *b = s->device->backend;
-    return b->cpu->memory->copy_async(s->cpu, dst, src, copied_bytes(b, size), kind);
+    if (copied_eagerly(b, dst, src, size))
+        return BP_OK;
+    return note_own_work(s, b->cpu->memory->copy_async(s->cpu, dst, src, copied_bytes(b, size),
+                                                       kind));
 }
 
 /* peer_copy_chunk: a peer copy of `size` bytes in chunks of this many, each chunk after
@@ -537,6 +689,10 @@ static bp_status broken_copy_peer_async(void *stream, void *dst, void *dst_devic
         return copy_peer_chunked(s, dst, src, size);
     return b->cpu->memory->copy_async(s->cpu, dst, src, copied_bytes(b, size),
                                       BP_COPY_DEVICE_TO_DEVICE);
+    if (copied_eagerly(b, dst, src, size))
+        return BP_OK;
+    return note_own_work(s, b->cpu->memory->copy_async(s->cpu, dst, src, copied_bytes(b, size),
+                                                       BP_COPY_DEVICE_TO_DEVICE));
 }
 
 static bp_status broken_memset_async(void *stream, void *ptr, int value, size_t size) {
@@ -545,6 +701,8 @@ static bp_status broken_memset_async(void *stream, void *ptr, int value, size_t 
     if (has(b, DEFECT_MEMSET_DROPS_BYTE) && size > 0)
         size--;
     return b->cpu->memory->memset_async(s->cpu, ptr, value, size);
+    return note_own_work(s, s->device->backend->cpu->memory->memset_async(s->cpu, ptr, value,
+                                                                          size));
 }
 
 /* ---- guard: the device this backend holds current on each thread ---- */
@@ -844,7 +1002,7 @@ static bp_status enqueue_job(const bp_kernel_call *call, kernel_op op) {
     bp_status st = b->cpu->stream->enqueue_host(s->cpu, run_job, job);
     if (st != BP_OK)
         free(job);
-    return st;
+    return note_own_work(s, st);
 }
 
 static bp_status fill_kernel(const bp_kernel_call *call) { return enqueue_job(call, OP_FILL); }

@@ -1,0 +1,39 @@
+/* Whether work can be held behind a gate (hold.h): read from the plugin's descriptor,
+ * as the library reads it. */
+#include "hold.h"
+
+#include <dlfcn.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <backplane/plugin.h>
+
+#include "conformance.h"
+
+/* The plugin file's stream table has enqueue_host; false when the file cannot be read
+ * (the tests that need it then skip rather than hang). */
+static bool plugin_has_enqueue_host(const char *path) {
+    void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL); /* the loaded copy, one more reference */
+    if (!dl)
+        return false;
+    bool has = false;
+    void *sym = dlsym(dl, BP_PLUGIN_ENTRY_SYMBOL);
+    if (sym) {
+        bp_plugin_entry_fn entry;
+        memcpy(&entry, &sym, sizeof entry); /* POSIX allows it */
+        const bp_plugin_descriptor *d = entry();
+        const bp_stream_vtable *vt = d ? d->stream : NULL;
+        /* enqueue_host arrived in ABI 1.1: an older table ends before it. */
+        has = vt && vt->struct_size >= offsetof(bp_stream_vtable, enqueue_host) + sizeof(void *) &&
+              vt->enqueue_host;
+    }
+    dlclose(dl);
+    return has;
+}
+
+bool bp_conf_native_host_funcs(void) {
+    static int known = -1; /* one device per process: read once */
+    if (known < 0)
+        known = !bp_conf.plugin_path || plugin_has_enqueue_host(bp_conf.plugin_path);
+    return known == 1;
+}
