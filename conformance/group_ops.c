@@ -121,7 +121,100 @@ typedef struct operand {
     double *v;          /* t's values, row-major */
     double *base_v;     /* base's values, row-major (NULL without base) */
     bp_ref_shape shape; /* t's shape */
+    bp_tensor *alloc;   /* the flat allocation base (or t) lies in, between canaries */
+    uint8_t *canary;    /* the canaries' bytes: CANARY_BYTES before, CANARY_BYTES after */
 } operand;
+
+/* ---- canaries ---- */
+
+/* Every operand lies in a larger allocation, between this many bytes of random canary
+ * before and after it, so that an op writing outside its output (past its last
+ * element, say, into what would otherwise be the allocator's rounding slack) changes
+ * a canary. 256 bytes: the alignment a fresh allocation has, which an operand keeps,
+ * so that the backends' aligned fast paths still take it. */
+#define CANARY_BYTES 256
+
+/* A contiguous random tensor of dtype dt and shape s, values in [lo, hi) (*values gets
+ * them, as bp_test_random_tensor gives them): a view into o->alloc, a flat tensor that
+ * holds random canary bytes (o->canary) before and after it. */
+static bp_tensor *canaried_tensor(ctx *x, operand *o, bp_dtype dt, bp_ref_shape s, uint64_t seed,
+                                  double lo, double hi, double **values) {
+    bp_tensor *plain = bp_test_random_tensor(bp_conf.device, dt, s.ndim, s.d, seed, lo, hi, values);
+    int64_t n = bp_ref_numel(s), pad = CANARY_BYTES / (int64_t)bp_dtype_size(dt);
+    size_t bytes = (size_t)n * bp_dtype_size(dt);
+    o->canary = malloc(2 * CANARY_BYTES);
+    uint8_t *host = malloc(bytes + 2 * CANARY_BYTES);
+    uint64_t state = bp_conf_rand(&x->rng);
+    for (size_t i = 0; i < 2 * CANARY_BYTES; i += sizeof state) {
+        uint64_t r = bp_conf_rand(&state);
+        memcpy(o->canary + i, &r, sizeof r);
+    }
+    memcpy(host, o->canary, CANARY_BYTES);
+    BP_CONF_OK(bp_tensor_to_host(plain, host + CANARY_BYTES, bytes));
+    memcpy(host + CANARY_BYTES + bytes, o->canary + CANARY_BYTES, CANARY_BYTES);
+    int64_t flat = n + 2 * pad;
+    bp_tensor *middle = NULL, *t = NULL;
+    BP_CONF_OK(bp_tensor_from_host(bp_conf.device, dt, 1, &flat, host, &o->alloc));
+    BP_CONF_OK(bp_tensor_narrow(o->alloc, 0, pad, n, &middle));
+    BP_CONF_OK(bp_tensor_reshape(middle, s.ndim, s.d, &t));
+    if (!bp_tensor_shares_storage(t, o->alloc))
+        fail_msg("bp_tensor_reshape of a contiguous slice to %s made a copy, not a view",
+                 str(s).s);
+    bp_tensor_release(middle);
+    bp_tensor_release(plain);
+    free(host);
+    return t;
+}
+
+/* An element's n bytes as the hex digits of its value (a little-endian host: the last
+ * byte first). */
+typedef struct bytes_text {
+    char s[2 * 8 + 1];
+} bytes_text;
+
+static bytes_text hex(const uint8_t *p, size_t n) {
+    bytes_text t = {""};
+    for (size_t i = 0; i < n && i < 8; i++) /* little-endian: the value's hex digits */
+        snprintf(t.s + 2 * i, sizeof t.s - 2 * i, "%02x", p[n - 1 - i]);
+    return t;
+}
+
+/* Fails unless every canary around the operand `o` an op wrote kept its bytes. The
+ * message names the case (`what`), the side, how many canary elements changed and the
+ * one nearest the output, by its distance from the output's first or last element. */
+static void check_canaries(const char *what, const operand *o) {
+    size_t esize = bp_dtype_size(bp_tensor_dtype(o->alloc));
+    size_t bytes = (size_t)bp_tensor_numel(o->alloc) * esize;
+    int64_t pad = CANARY_BYTES / (int64_t)esize;
+    uint8_t *got = malloc(bytes);
+    BP_CONF_OK(bp_tensor_to_host(o->alloc, got, bytes));
+    const uint8_t *sides[2] = {got, got + bytes - CANARY_BYTES};
+    static const char *const side_names[2] = {"before the output's first element",
+                                              "after the output's last element"};
+    for (int side = 0; side < 2; side++) {
+        int64_t changed = 0, nearest = -1; /* elements away from the output, 1: adjacent */
+        for (int64_t e = 0; e < pad; e++) {
+            size_t at = (size_t)e * esize;
+            if (memcmp(sides[side] + at, o->canary + side * CANARY_BYTES + at, esize) == 0)
+                continue;
+            int64_t distance = side == 0 ? pad - e : e + 1;
+            changed++;
+            if (nearest < 0 || distance < nearest)
+                nearest = distance;
+        }
+        if (changed == 0)
+            continue;
+        size_t at = (size_t)(side == 0 ? pad - nearest : nearest - 1) * esize;
+        bytes_text was = hex(o->canary + side * CANARY_BYTES + at, esize);
+        bytes_text now = hex(sides[side] + at, esize);
+        free(got);
+        fail_msg("%s: wrote outside its output: %lld of the %lld canary elements %s changed, "
+                 "the nearest %lld element%s away (0x%s, was 0x%s)",
+                 what, (long long)changed, (long long)pad, side_names[side], (long long)nearest,
+                 nearest == 1 ? "" : "s", now.s, was.s);
+    }
+    free(got);
+}
 
 /* A random operand of dtype dt and shape s, values in [lo, hi), laid out as `lay`;
  * TRANSPOSED needs 2 dims and NARROWED 1 (fewer: the next simpler layout). */
@@ -134,7 +227,7 @@ static operand make_operand(ctx *x, bp_dtype dt, bp_ref_shape s, layout lay, dou
         lay = CONTIGUOUS;
     uint64_t seed = bp_conf_rand(&x->rng);
     if (lay == CONTIGUOUS) {
-        o.t = bp_test_random_tensor(bp_conf.device, dt, s.ndim, s.d, seed, lo, hi, &o.v);
+        o.t = canaried_tensor(x, &o, dt, s, seed, lo, hi, &o.v);
         return o;
     }
     int last = s.ndim - 1;
@@ -145,7 +238,7 @@ static operand make_operand(ctx *x, bp_dtype dt, bp_ref_shape s, layout lay, dou
     } else {
         bs.d[last] += 3;
     }
-    o.base = bp_test_random_tensor(bp_conf.device, dt, bs.ndim, bs.d, seed, lo, hi, &o.base_v);
+    o.base = canaried_tensor(x, &o, dt, bs, seed, lo, hi, &o.base_v);
     if (lay == TRANSPOSED)
         BP_CONF_OK(bp_tensor_transpose(o.base, last - 1, last, &o.t));
     else
@@ -157,8 +250,10 @@ static operand make_operand(ctx *x, bp_dtype dt, bp_ref_shape s, layout lay, dou
 static void operand_free(operand *o) {
     bp_tensor_release(o->t);
     bp_tensor_release(o->base);
+    bp_tensor_release(o->alloc);
     free(o->v);
     free(o->base_v);
+    free(o->canary);
     *o = (operand){0};
 }
 
@@ -211,9 +306,11 @@ static void check_new(const char *what, const bp_tensor *out, bp_dtype dt, bp_re
 }
 
 /* Fails unless the operand `out` an op wrote holds values within tolerance of want
- * and, when it is a view, every element of its base outside the view kept its value. */
+ * and, when it is a view, every element of its base outside the view kept its value;
+ * first, that the op wrote nothing outside it in its allocation (its canaries). */
 static void check_written(const char *what, const operand *out, bp_dtype dt, const double *want,
                           double terms) {
+    check_canaries(what, out);
     if (!out->base) {
         check_new(what, out->t, dt, out->shape, want, terms);
         return;
