@@ -512,6 +512,7 @@ static void test_cat(void **state) {
     cat_case(&x, 1, rows, mixed, 0, OUT_NEW);
     bp_ref_shape empties[2] = {S2(0, 3), S2(0, 5)};
     cat_case(&x, 2, empties, flat, 1, OUT_NEW);
+    cat_case(&x, 3, cols, flat, -1, OUT_INTO);
 }
 
 /* ---- add, sub, mul, div ---- */
@@ -725,6 +726,17 @@ static void reduce_case(ctx *x, bp_ref_reduce_op op, bp_ref_shape s, layout lay,
     operand_free(&a);
 }
 
+/* --level full: long rows, which reach the row-parallel paths (cuda: a block per
+ * contiguous row of 32 or more, else per row when rows are few; cpu and opencl: the
+ * vectorized / work-group row loops). Integer sums stay short: at the ranges that
+ * need more than float's 24 bits, 16384 terms would overflow i32. */
+static void reduce_full(ctx *x, bp_ref_reduce_op op) {
+    if (op == BP_REF_SUM && !is_float(x->dt))
+        return;
+    reduce_case(x, op, S2(4, 16384), CONTIGUOUS, -1, 0, OUT_INTO); /* contiguous rows */
+    reduce_case(x, op, S2(4096, 8), CONTIGUOUS, 0, 1, OUT_NEW);    /* 8 rows, stride 8 */
+}
+
 static void test_reduce(void **state) {
     ctx x = begin(state);
     bp_ref_reduce_op op = BP_REF_SUM;
@@ -744,6 +756,8 @@ static void test_reduce(void **state) {
     reduce_case(&x, op, S2(0, 4), CONTIGUOUS, 1, 0, OUT_NEW); /* nothing to reduce */
     if (op != BP_REF_MAX)                                     /* max refuses an empty dim */
         reduce_case(&x, op, S2(0, 4), CONTIGUOUS, 0, 1, OUT_NEW);
+    if (bp_conf.level == BP_CONF_LEVEL_FULL)
+        reduce_full(&x, op);
 }
 
 /* ---- softmax ---- */
@@ -776,6 +790,20 @@ static void softmax_case(ctx *x, bp_ref_shape s, layout lay, float scale, int ca
     operand_free(&a);
 }
 
+/* --level full: rows past every size switch of the backends' softmax. cuda: a warp a
+ * row, the row in registers, in kernels for rows up to 256, 512, 1024 and 2048; a block
+ * a row, cached in shared memory, up to 11264; uncached beyond. cpu: the vectorized
+ * row loop over many vectors; opencl: k_softmax, a work-group a row. */
+static void softmax_full(ctx *x) {
+    float scale = (float)rand_real(x, 0.2, 2);
+    softmax_case(x, S2(8, 1000), CONTIGUOUS, scale, 0, OUT_NEW, -5, 5);      /* warp, <= 1024 */
+    softmax_case(x, S2(4, 2048), CONTIGUOUS, scale, 0, OUT_INTO, -5, 5);     /* warp, 2048 */
+    softmax_case(x, S3(1, 2304, 2304), CONTIGUOUS, scale, 1, OUT_NEW, -5, 5); /* block, causal */
+    softmax_case(x, S2(3, 11264), CONTIGUOUS, 1, 0, OUT_INTO, -5, 5);        /* block, cached */
+    softmax_case(x, S2(2, 16384), CONTIGUOUS, 1, 0, OUT_TRANSPOSED, -5, 5);  /* uncached */
+    softmax_case(x, S2(2, 16384), CONTIGUOUS, 1, 0, OUT_NEW, 95, 105);       /* overflows */
+}
+
 static void test_softmax(void **state) {
     ctx x = begin(state);
     float scale = (float)rand_real(&x, 0.2, 2);
@@ -795,6 +823,8 @@ static void test_softmax(void **state) {
     softmax_case(&x, S2(3, 37), CONTIGUOUS, 1, 0, OUT_NEW, 95, 105);
     softmax_case(&x, S2(3, 37), CONTIGUOUS, 1, 0, OUT_NEW, -105, -95);
     softmax_case(&x, S3(2, 9, 9), CONTIGUOUS, 1, 1, OUT_NEW, 95, 105);
+    if (bp_conf.level == BP_CONF_LEVEL_FULL)
+        softmax_full(&x);
 }
 
 /* ---- rmsnorm, layernorm ---- */
@@ -842,6 +872,16 @@ static void norm_case(ctx *x, bool layer, bp_ref_shape s, layout lay, bool weigh
     operand_free(&b);
 }
 
+/* --level full: long rows (cuda: a block a row, the row cached in shared memory up to
+ * 11264 elements, uncached beyond; cpu: the vectorized row loop; opencl: a work-group
+ * a row), rows far from 0 included, where a one-pass variance cancels. */
+static void norm_full(ctx *x, bool ln) {
+    norm_case(x, ln, S2(6, 4096), CONTIGUOUS, true, ln, OUT_INTO, -1, 3);     /* cached */
+    norm_case(x, ln, S3(2, 2, 11264), NARROWED, true, false, OUT_NEW, -2, 2); /* cached, strided */
+    norm_case(x, ln, S2(2, 16384), CONTIGUOUS, true, ln, OUT_INTO, -1, 3);    /* uncached */
+    norm_case(x, ln, S2(2, 16384), CONTIGUOUS, false, false, OUT_NEW, 990, 1010);
+}
+
 static void test_norm(void **state) {
     ctx x = begin(state);
     bool ln = strcmp(x.op, "layernorm") == 0;
@@ -856,6 +896,8 @@ static void test_norm(void **state) {
     norm_case(&x, ln, S3(2, 3, 10), NARROWED, true, false, OUT_TRANSPOSED, -2, 2);
     /* Rows far from 0: a variance taken as E[x^2] - E[x]^2 in f32 cancels away. */
     norm_case(&x, ln, S2(4, 64), CONTIGUOUS, false, false, OUT_NEW, 990, 1010);
+    if (bp_conf.level == BP_CONF_LEVEL_FULL)
+        norm_full(&x, ln);
 }
 
 /* ---- rope ---- */
@@ -935,6 +977,22 @@ static void matmul_case(ctx *x, bp_ref_shape sa, layout la, bp_ref_shape sb, lay
     operand_free(&b);
 }
 
+/* --level full: products large enough for the backends' tuned engines. cpu: f32 above
+ * OpenBLAS's single-thread threshold is one threaded cblas_sgemm, f16/bf16 are
+ * converted in K panels of 256 into f32 scratch; cuda: cuBLASLt (above the plugin's
+ * own kernels' SMALL_WORK), strided-batched or with the batch folded into m when b is
+ * broadcast, a column-major out as out^T = b^T a^T; opencl: the tiled k_matmul over
+ * many work-groups. The float64 reference costs m n k multiply-adds per item. */
+static void matmul_full(ctx *x) {
+    const layout C = CONTIGUOUS;
+    matmul_case(x, S2(1024, 1024), C, S2(1024, 1024), C, 0, 0, OUT_INTO);   /* square */
+    matmul_case(x, S2(4096, 256), C, S2(256, 48), C, 0, 0, OUT_NEW);        /* tall, skinny */
+    matmul_case(x, S2(32, 2048), C, S2(1024, 2048), C, 0, 1, OUT_NEW);      /* short, deep K */
+    matmul_case(x, S3(4, 256, 512), C, S3(4, 512, 256), C, 0, 0, OUT_NEW);  /* strided batch */
+    matmul_case(x, S3(3, 512, 384), C, S2(384, 640), C, 0, 0, OUT_INTO);    /* batch into m */
+    matmul_case(x, S2(256, 512), C, S2(768, 256), C, 1, 1, OUT_TRANSPOSED); /* column-major out */
+}
+
 static void test_matmul(void **state) {
     ctx x = begin(state);
     const layout C = CONTIGUOUS;
@@ -953,6 +1011,8 @@ static void test_matmul(void **state) {
     matmul_case(&x, S2(4, 0), C, S2(0, 3), C, 0, 0, OUT_NEW); /* K = 0: zeros */
     matmul_case(&x, S2(0, 5), C, S2(5, 3), C, 0, 0, OUT_NEW);
     matmul_case(&x, S2(10, 13), C, S2(9, 10), C, 1, 1, OUT_TRANSPOSED);
+    if (bp_conf.level == BP_CONF_LEVEL_FULL)
+        matmul_full(&x);
 }
 
 /* ---- sdpa ---- */
@@ -1020,6 +1080,27 @@ static sdpa_spec random_sdpa(ctx *x) {
     return c;
 }
 
+/* --level full: head dims and sequence lengths of real models. cuda: f16/bf16 at head
+ * dim 64 and 128 with contiguous, 16-byte aligned rows take the flash kernel (the
+ * operands here are contiguous and keep a fresh allocation's alignment), the rest the
+ * generic kernel in its 2-, 4- and 8-vector forms (d <= 64, <= 128, beyond: 256);
+ * cpu: many 64 x 64 query/key blocks, blocks a causal or window mask hides skipped;
+ * opencl: k_sdpa_rows for many query rows, k_sdpa for one. The float64 reference costs
+ * 2 Sq Sk d multiply-adds per head whatever the masks, so the largest stay near 1e9. */
+static void sdpa_full(ctx *x) {
+    const bp_sdpa_attrs causal = {.causal = 1};
+    sdpa_case(x, (sdpa_spec){.n = {1, 4, 2, 1024, 1024, 64}, .attrs = causal,
+                             .mode = OUT_INTO}); /* flash d64, grouped-query */
+    sdpa_case(x, (sdpa_spec){.n = {1, 2, 1, 256, 4096, 128}}); /* flash d128, long keys */
+    sdpa_case(x, (sdpa_spec){.n = {1, 1, 1, 2048, 2048, 128}, .attrs = causal,
+                             .mode = OUT_INTO}); /* flash d128, causal */
+    sdpa_case(x, (sdpa_spec){.n = {1, 2, 1, 1024, 1024, 256}, .attrs = causal}); /* d256 */
+    sdpa_case(x, (sdpa_spec){.n = {1, 8, 2, 1, 4096, 128}}); /* decoding one query */
+    sdpa_case(x, (sdpa_spec){.n = {1, 2, 1, 1536, 1536, 64},
+                             .attrs = {.causal = 1, .window = 256, .softcap = 30.0f},
+                             .alibi = true}); /* sliding window: most key blocks skipped */
+}
+
 static void test_sdpa(void **state) {
     ctx x = begin(state);
     for (int i = 0; i < 3; i++)
@@ -1037,6 +1118,8 @@ static void test_sdpa(void **state) {
     sdpa_case(&x, (sdpa_spec){.n = {1, 2, 2, 9, 11, 16}, .null_attrs = true, .lay = NARROWED});
     sdpa_case(&x, (sdpa_spec){.n = {1, 3, 1, 7, 12, 10}, .attrs = {.causal = 1},
                               .mode = OUT_TRANSPOSED});
+    if (bp_conf.level == BP_CONF_LEVEL_FULL)
+        sdpa_full(&x);
 }
 
 /* ---- the group ---- */
