@@ -12,7 +12,13 @@
  * magnitudes where they matter: softmax logits near +-100 (exp overflows without the
  * max subtracted), integer values beyond float's 24 bits, layernorm rows far from 0.
  * Inputs are random and never zero. Results are read back only from contiguous
- * tensors (a strided output through its base), so reading needs no kernel. */
+ * tensors (a strided output through its base), so reading needs no kernel.
+ *
+ * Every operand lies between canary bytes inside a larger allocation, checked after
+ * each op that wrote it (an _out form or in place): a kernel may write exactly its
+ * output view. At --level full (bp_conf.level) the tests of sdpa, matmul, softmax, the
+ * norms and the reductions add the large shapes that reach the backends' tuned paths
+ * (<op>_full, each shape commented with the path it is for). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -209,7 +215,7 @@ static void check_canaries(const char *what, const operand *o) {
         bytes_text now = hex(sides[side] + at, esize);
         free(got);
         fail_msg("%s: wrote outside its output: %lld of the %lld canary elements %s changed, "
-                 "the nearest %lld element%s away (0x%s, was 0x%s)",
+                 "the nearest %lld element%s from it (now 0x%s, was 0x%s)",
                  what, (long long)changed, (long long)pad, side_names[side], (long long)nearest,
                  nearest == 1 ? "" : "s", now.s, was.s);
     }
