@@ -101,7 +101,7 @@ static void run_one_test(int fd, uint32_t index, const bp_conf_case *c, bp_conf_
 
 int bp_conf_child_probe(int fd, const bp_conf_options *o) {
     char err[1024];
-    if (!bp_conf_target_open(o->device, o->plugin, o->seed, err, sizeof err)) {
+    if (!bp_conf_target_open(o->device, o->plugin, o->seed, o->level, err, sizeof err)) {
         send_text(fd, BP_CONF_MSG_SETUP_ERROR, 0, BP_CONF_FAILED, 0.0, err);
         return 0;
     }
@@ -119,7 +119,7 @@ int bp_conf_child_probe(int fd, const bp_conf_options *o) {
 int bp_conf_child_group(int fd, const bp_conf_plan_group *g, const bp_conf_options *o,
                         int capture_fd) {
     char err[1024];
-    if (!bp_conf_target_open(o->device, o->plugin, o->seed, err, sizeof err)) {
+    if (!bp_conf_target_open(o->device, o->plugin, o->seed, o->level, err, sizeof err)) {
         send_text(fd, BP_CONF_MSG_SETUP_ERROR, 0, BP_CONF_FAILED, 0.0, err);
         return 0;
     }

@@ -18,6 +18,8 @@
 
 #include <backplane/backplane.h>
 
+#include "level.h"
+
 /* The device under test and the run's settings, filled by the runner in the child
  * process before the group's first test. */
 typedef struct bp_conf_target {
@@ -27,6 +29,7 @@ typedef struct bp_conf_target {
     const char *plugin_path; /* the plugin library of the device's backend, or NULL
                                 when it is built in (cpu) */
     uint64_t seed;           /* --seed */
+    bp_conf_level level;     /* --level: BP_CONF_LEVEL_FULL adds the large shapes */
 } bp_conf_target;
 
 extern bp_conf_target bp_conf;

@@ -12,7 +12,13 @@
  * magnitudes where they matter: softmax logits near +-100 (exp overflows without the
  * max subtracted), integer values beyond float's 24 bits, layernorm rows far from 0.
  * Inputs are random and never zero. Results are read back only from contiguous
- * tensors (a strided output through its base), so reading needs no kernel. */
+ * tensors (a strided output through its base), so reading needs no kernel.
+ *
+ * Every operand lies between canary bytes inside a larger allocation, checked after
+ * each op that wrote it (an _out form or in place): a kernel may write exactly its
+ * output view. At --level full (bp_conf.level) the tests of sdpa, matmul, softmax, the
+ * norms and the reductions add the large shapes that reach the backends' tuned paths
+ * (<op>_full, each shape commented with the path it is for). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -121,7 +127,100 @@ typedef struct operand {
     double *v;          /* t's values, row-major */
     double *base_v;     /* base's values, row-major (NULL without base) */
     bp_ref_shape shape; /* t's shape */
+    bp_tensor *alloc;   /* the flat allocation base (or t) lies in, between canaries */
+    uint8_t *canary;    /* the canaries' bytes: CANARY_BYTES before, CANARY_BYTES after */
 } operand;
+
+/* ---- canaries ---- */
+
+/* Every operand lies in a larger allocation, between this many bytes of random canary
+ * before and after it, so that an op writing outside its output (past its last
+ * element, say, into what would otherwise be the allocator's rounding slack) changes
+ * a canary. 256 bytes: the alignment a fresh allocation has, which an operand keeps,
+ * so that the backends' aligned fast paths still take it. */
+#define CANARY_BYTES 256
+
+/* A contiguous random tensor of dtype dt and shape s, values in [lo, hi) (*values gets
+ * them, as bp_test_random_tensor gives them): a view into o->alloc, a flat tensor that
+ * holds random canary bytes (o->canary) before and after it. */
+static bp_tensor *canaried_tensor(ctx *x, operand *o, bp_dtype dt, bp_ref_shape s, uint64_t seed,
+                                  double lo, double hi, double **values) {
+    bp_tensor *plain = bp_test_random_tensor(bp_conf.device, dt, s.ndim, s.d, seed, lo, hi, values);
+    int64_t n = bp_ref_numel(s), pad = CANARY_BYTES / (int64_t)bp_dtype_size(dt);
+    size_t bytes = (size_t)n * bp_dtype_size(dt);
+    o->canary = malloc(2 * CANARY_BYTES);
+    uint8_t *host = malloc(bytes + 2 * CANARY_BYTES);
+    uint64_t state = bp_conf_rand(&x->rng);
+    for (size_t i = 0; i < 2 * CANARY_BYTES; i += sizeof state) {
+        uint64_t r = bp_conf_rand(&state);
+        memcpy(o->canary + i, &r, sizeof r);
+    }
+    memcpy(host, o->canary, CANARY_BYTES);
+    BP_CONF_OK(bp_tensor_to_host(plain, host + CANARY_BYTES, bytes));
+    memcpy(host + CANARY_BYTES + bytes, o->canary + CANARY_BYTES, CANARY_BYTES);
+    int64_t flat = n + 2 * pad;
+    bp_tensor *middle = NULL, *t = NULL;
+    BP_CONF_OK(bp_tensor_from_host(bp_conf.device, dt, 1, &flat, host, &o->alloc));
+    BP_CONF_OK(bp_tensor_narrow(o->alloc, 0, pad, n, &middle));
+    BP_CONF_OK(bp_tensor_reshape(middle, s.ndim, s.d, &t));
+    if (!bp_tensor_shares_storage(t, o->alloc))
+        fail_msg("bp_tensor_reshape of a contiguous slice to %s made a copy, not a view",
+                 str(s).s);
+    bp_tensor_release(middle);
+    bp_tensor_release(plain);
+    free(host);
+    return t;
+}
+
+/* An element's n bytes as the hex digits of its value (a little-endian host: the last
+ * byte first). */
+typedef struct bytes_text {
+    char s[2 * 8 + 1];
+} bytes_text;
+
+static bytes_text hex(const uint8_t *p, size_t n) {
+    bytes_text t = {""};
+    for (size_t i = 0; i < n && i < 8; i++) /* little-endian: the value's hex digits */
+        snprintf(t.s + 2 * i, sizeof t.s - 2 * i, "%02x", p[n - 1 - i]);
+    return t;
+}
+
+/* Fails unless every canary around the operand `o` an op wrote kept its bytes. The
+ * message names the case (`what`), the side, how many canary elements changed and the
+ * one nearest the output, by its distance from the output's first or last element. */
+static void check_canaries(const char *what, const operand *o) {
+    size_t esize = bp_dtype_size(bp_tensor_dtype(o->alloc));
+    size_t bytes = (size_t)bp_tensor_numel(o->alloc) * esize;
+    int64_t pad = CANARY_BYTES / (int64_t)esize;
+    uint8_t *got = malloc(bytes);
+    BP_CONF_OK(bp_tensor_to_host(o->alloc, got, bytes));
+    const uint8_t *sides[2] = {got, got + bytes - CANARY_BYTES};
+    static const char *const side_names[2] = {"before the output's first element",
+                                              "after the output's last element"};
+    for (int side = 0; side < 2; side++) {
+        int64_t changed = 0, nearest = -1; /* elements away from the output, 1: adjacent */
+        for (int64_t e = 0; e < pad; e++) {
+            size_t at = (size_t)e * esize;
+            if (memcmp(sides[side] + at, o->canary + side * CANARY_BYTES + at, esize) == 0)
+                continue;
+            int64_t distance = side == 0 ? pad - e : e + 1;
+            changed++;
+            if (nearest < 0 || distance < nearest)
+                nearest = distance;
+        }
+        if (changed == 0)
+            continue;
+        size_t at = (size_t)(side == 0 ? pad - nearest : nearest - 1) * esize;
+        bytes_text was = hex(o->canary + side * CANARY_BYTES + at, esize);
+        bytes_text now = hex(sides[side] + at, esize);
+        free(got);
+        fail_msg("%s: wrote outside its output: %lld of the %lld canary elements %s changed, "
+                 "the nearest %lld element%s from it (now 0x%s, was 0x%s)",
+                 what, (long long)changed, (long long)pad, side_names[side], (long long)nearest,
+                 nearest == 1 ? "" : "s", now.s, was.s);
+    }
+    free(got);
+}
 
 /* A random operand of dtype dt and shape s, values in [lo, hi), laid out as `lay`;
  * TRANSPOSED needs 2 dims and NARROWED 1 (fewer: the next simpler layout). */
@@ -134,7 +233,7 @@ static operand make_operand(ctx *x, bp_dtype dt, bp_ref_shape s, layout lay, dou
         lay = CONTIGUOUS;
     uint64_t seed = bp_conf_rand(&x->rng);
     if (lay == CONTIGUOUS) {
-        o.t = bp_test_random_tensor(bp_conf.device, dt, s.ndim, s.d, seed, lo, hi, &o.v);
+        o.t = canaried_tensor(x, &o, dt, s, seed, lo, hi, &o.v);
         return o;
     }
     int last = s.ndim - 1;
@@ -145,7 +244,7 @@ static operand make_operand(ctx *x, bp_dtype dt, bp_ref_shape s, layout lay, dou
     } else {
         bs.d[last] += 3;
     }
-    o.base = bp_test_random_tensor(bp_conf.device, dt, bs.ndim, bs.d, seed, lo, hi, &o.base_v);
+    o.base = canaried_tensor(x, &o, dt, bs, seed, lo, hi, &o.base_v);
     if (lay == TRANSPOSED)
         BP_CONF_OK(bp_tensor_transpose(o.base, last - 1, last, &o.t));
     else
@@ -157,8 +256,10 @@ static operand make_operand(ctx *x, bp_dtype dt, bp_ref_shape s, layout lay, dou
 static void operand_free(operand *o) {
     bp_tensor_release(o->t);
     bp_tensor_release(o->base);
+    bp_tensor_release(o->alloc);
     free(o->v);
     free(o->base_v);
+    free(o->canary);
     *o = (operand){0};
 }
 
@@ -211,9 +312,11 @@ static void check_new(const char *what, const bp_tensor *out, bp_dtype dt, bp_re
 }
 
 /* Fails unless the operand `out` an op wrote holds values within tolerance of want
- * and, when it is a view, every element of its base outside the view kept its value. */
+ * and, when it is a view, every element of its base outside the view kept its value;
+ * first, that the op wrote nothing outside it in its allocation (its canaries). */
 static void check_written(const char *what, const operand *out, bp_dtype dt, const double *want,
                           double terms) {
+    check_canaries(what, out);
     if (!out->base) {
         check_new(what, out->t, dt, out->shape, want, terms);
         return;
@@ -415,6 +518,7 @@ static void test_cat(void **state) {
     cat_case(&x, 1, rows, mixed, 0, OUT_NEW);
     bp_ref_shape empties[2] = {S2(0, 3), S2(0, 5)};
     cat_case(&x, 2, empties, flat, 1, OUT_NEW);
+    cat_case(&x, 3, cols, flat, -1, OUT_INTO);
 }
 
 /* ---- add, sub, mul, div ---- */
@@ -628,6 +732,17 @@ static void reduce_case(ctx *x, bp_ref_reduce_op op, bp_ref_shape s, layout lay,
     operand_free(&a);
 }
 
+/* --level full: long rows, which reach the row-parallel paths (cuda: a block per
+ * contiguous row of 32 or more, else per row when rows are few; cpu and opencl: the
+ * vectorized / work-group row loops). Integer sums stay short: at the ranges that
+ * need more than float's 24 bits, 16384 terms would overflow i32. */
+static void reduce_full(ctx *x, bp_ref_reduce_op op) {
+    if (op == BP_REF_SUM && !is_float(x->dt))
+        return;
+    reduce_case(x, op, S2(4, 16384), CONTIGUOUS, -1, 0, OUT_INTO); /* contiguous rows */
+    reduce_case(x, op, S2(4096, 8), CONTIGUOUS, 0, 1, OUT_NEW);    /* 8 rows, stride 8 */
+}
+
 static void test_reduce(void **state) {
     ctx x = begin(state);
     bp_ref_reduce_op op = BP_REF_SUM;
@@ -647,6 +762,8 @@ static void test_reduce(void **state) {
     reduce_case(&x, op, S2(0, 4), CONTIGUOUS, 1, 0, OUT_NEW); /* nothing to reduce */
     if (op != BP_REF_MAX)                                     /* max refuses an empty dim */
         reduce_case(&x, op, S2(0, 4), CONTIGUOUS, 0, 1, OUT_NEW);
+    if (bp_conf.level == BP_CONF_LEVEL_FULL)
+        reduce_full(&x, op);
 }
 
 /* ---- softmax ---- */
@@ -679,6 +796,20 @@ static void softmax_case(ctx *x, bp_ref_shape s, layout lay, float scale, int ca
     operand_free(&a);
 }
 
+/* --level full: rows past every size switch of the backends' softmax. cuda: a warp a
+ * row, the row in registers, in kernels for rows up to 256, 512, 1024 and 2048; a block
+ * a row, cached in shared memory, up to 11264; uncached beyond. cpu: the vectorized
+ * row loop over many vectors; opencl: k_softmax, a work-group a row. */
+static void softmax_full(ctx *x) {
+    float scale = (float)rand_real(x, 0.2, 2);
+    softmax_case(x, S2(8, 1000), CONTIGUOUS, scale, 0, OUT_NEW, -5, 5);      /* warp, <= 1024 */
+    softmax_case(x, S2(4, 2048), CONTIGUOUS, scale, 0, OUT_INTO, -5, 5);     /* warp, 2048 */
+    softmax_case(x, S3(1, 2304, 2304), CONTIGUOUS, scale, 1, OUT_NEW, -5, 5); /* block, causal */
+    softmax_case(x, S2(3, 11264), CONTIGUOUS, 1, 0, OUT_INTO, -5, 5);        /* block, cached */
+    softmax_case(x, S2(2, 16384), CONTIGUOUS, 1, 0, OUT_TRANSPOSED, -5, 5);  /* uncached */
+    softmax_case(x, S2(2, 16384), CONTIGUOUS, 1, 0, OUT_NEW, 95, 105);       /* overflows */
+}
+
 static void test_softmax(void **state) {
     ctx x = begin(state);
     float scale = (float)rand_real(&x, 0.2, 2);
@@ -698,6 +829,8 @@ static void test_softmax(void **state) {
     softmax_case(&x, S2(3, 37), CONTIGUOUS, 1, 0, OUT_NEW, 95, 105);
     softmax_case(&x, S2(3, 37), CONTIGUOUS, 1, 0, OUT_NEW, -105, -95);
     softmax_case(&x, S3(2, 9, 9), CONTIGUOUS, 1, 1, OUT_NEW, 95, 105);
+    if (bp_conf.level == BP_CONF_LEVEL_FULL)
+        softmax_full(&x);
 }
 
 /* ---- rmsnorm, layernorm ---- */
@@ -745,6 +878,16 @@ static void norm_case(ctx *x, bool layer, bp_ref_shape s, layout lay, bool weigh
     operand_free(&b);
 }
 
+/* --level full: long rows (cuda: a block a row, the row cached in shared memory up to
+ * 11264 elements, uncached beyond; cpu: the vectorized row loop; opencl: a work-group
+ * a row), rows far from 0 included, where a one-pass variance cancels. */
+static void norm_full(ctx *x, bool ln) {
+    norm_case(x, ln, S2(6, 4096), CONTIGUOUS, true, ln, OUT_INTO, -1, 3);     /* cached */
+    norm_case(x, ln, S3(2, 2, 11264), NARROWED, true, false, OUT_NEW, -2, 2); /* cached, strided */
+    norm_case(x, ln, S2(2, 16384), CONTIGUOUS, true, ln, OUT_INTO, -1, 3);    /* uncached */
+    norm_case(x, ln, S2(2, 16384), CONTIGUOUS, false, false, OUT_NEW, 990, 1010);
+}
+
 static void test_norm(void **state) {
     ctx x = begin(state);
     bool ln = strcmp(x.op, "layernorm") == 0;
@@ -759,6 +902,8 @@ static void test_norm(void **state) {
     norm_case(&x, ln, S3(2, 3, 10), NARROWED, true, false, OUT_TRANSPOSED, -2, 2);
     /* Rows far from 0: a variance taken as E[x^2] - E[x]^2 in f32 cancels away. */
     norm_case(&x, ln, S2(4, 64), CONTIGUOUS, false, false, OUT_NEW, 990, 1010);
+    if (bp_conf.level == BP_CONF_LEVEL_FULL)
+        norm_full(&x, ln);
 }
 
 /* ---- rope ---- */
@@ -838,6 +983,22 @@ static void matmul_case(ctx *x, bp_ref_shape sa, layout la, bp_ref_shape sb, lay
     operand_free(&b);
 }
 
+/* --level full: products large enough for the backends' tuned engines. cpu: f32 above
+ * OpenBLAS's single-thread threshold is one threaded cblas_sgemm, f16/bf16 are
+ * converted in K panels of 256 into f32 scratch; cuda: cuBLASLt (above the plugin's
+ * own kernels' SMALL_WORK), strided-batched or with the batch folded into m when b is
+ * broadcast, a column-major out as out^T = b^T a^T; opencl: the tiled k_matmul over
+ * many work-groups. The float64 reference costs m n k multiply-adds per item. */
+static void matmul_full(ctx *x) {
+    const layout C = CONTIGUOUS;
+    matmul_case(x, S2(1024, 1024), C, S2(1024, 1024), C, 0, 0, OUT_INTO);   /* square */
+    matmul_case(x, S2(4096, 256), C, S2(256, 48), C, 0, 0, OUT_NEW);        /* tall, skinny */
+    matmul_case(x, S2(32, 2048), C, S2(1024, 2048), C, 0, 1, OUT_NEW);      /* short, deep K */
+    matmul_case(x, S3(4, 256, 512), C, S3(4, 512, 256), C, 0, 0, OUT_NEW);  /* strided batch */
+    matmul_case(x, S3(3, 512, 384), C, S2(384, 640), C, 0, 0, OUT_INTO);    /* batch into m */
+    matmul_case(x, S2(256, 512), C, S2(768, 256), C, 1, 1, OUT_TRANSPOSED); /* column-major out */
+}
+
 static void test_matmul(void **state) {
     ctx x = begin(state);
     const layout C = CONTIGUOUS;
@@ -856,6 +1017,8 @@ static void test_matmul(void **state) {
     matmul_case(&x, S2(4, 0), C, S2(0, 3), C, 0, 0, OUT_NEW); /* K = 0: zeros */
     matmul_case(&x, S2(0, 5), C, S2(5, 3), C, 0, 0, OUT_NEW);
     matmul_case(&x, S2(10, 13), C, S2(9, 10), C, 1, 1, OUT_TRANSPOSED);
+    if (bp_conf.level == BP_CONF_LEVEL_FULL)
+        matmul_full(&x);
 }
 
 /* ---- sdpa ---- */
@@ -923,6 +1086,27 @@ static sdpa_spec random_sdpa(ctx *x) {
     return c;
 }
 
+/* --level full: head dims and sequence lengths of real models. cuda: f16/bf16 at head
+ * dim 64 and 128 with contiguous, 16-byte aligned rows take the flash kernel (the
+ * operands here are contiguous and keep a fresh allocation's alignment), the rest the
+ * generic kernel in its 2-, 4- and 8-vector forms (d <= 64, <= 128, beyond: 256);
+ * cpu: many 64 x 64 query/key blocks, blocks a causal or window mask hides skipped;
+ * opencl: k_sdpa_rows for many query rows, k_sdpa for one. The float64 reference costs
+ * 2 Sq Sk d multiply-adds per head whatever the masks, so the largest stay near 1e9. */
+static void sdpa_full(ctx *x) {
+    const bp_sdpa_attrs causal = {.causal = 1};
+    sdpa_case(x, (sdpa_spec){.n = {1, 4, 2, 1024, 1024, 64}, .attrs = causal,
+                             .mode = OUT_INTO}); /* flash d64, grouped-query */
+    sdpa_case(x, (sdpa_spec){.n = {1, 2, 1, 256, 4096, 128}}); /* flash d128, long keys */
+    sdpa_case(x, (sdpa_spec){.n = {1, 1, 1, 2048, 2048, 128}, .attrs = causal,
+                             .mode = OUT_INTO}); /* flash d128, causal */
+    sdpa_case(x, (sdpa_spec){.n = {1, 2, 1, 1024, 1024, 256}, .attrs = causal}); /* d256 */
+    sdpa_case(x, (sdpa_spec){.n = {1, 8, 2, 1, 4096, 128}}); /* decoding one query */
+    sdpa_case(x, (sdpa_spec){.n = {1, 2, 1, 1536, 1536, 64},
+                             .attrs = {.causal = 1, .window = 256, .softcap = 30.0f},
+                             .alibi = true}); /* sliding window: most key blocks skipped */
+}
+
 static void test_sdpa(void **state) {
     ctx x = begin(state);
     for (int i = 0; i < 3; i++)
@@ -940,6 +1124,8 @@ static void test_sdpa(void **state) {
     sdpa_case(&x, (sdpa_spec){.n = {1, 2, 2, 9, 11, 16}, .null_attrs = true, .lay = NARROWED});
     sdpa_case(&x, (sdpa_spec){.n = {1, 3, 1, 7, 12, 10}, .attrs = {.causal = 1},
                               .mode = OUT_TRANSPOSED});
+    if (bp_conf.level == BP_CONF_LEVEL_FULL)
+        sdpa_full(&x);
 }
 
 /* ---- the group ---- */

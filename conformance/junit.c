@@ -102,6 +102,7 @@ static void put_properties(FILE *f, const bp_conf_options *o, const bp_conf_head
     put_property(f, "seed", number);
     snprintf(number, sizeof number, "%u", o->repeat);
     put_property(f, "repeat", number);
+    put_property(f, "level", bp_conf_level_name(o->level));
     fputs("  </properties>\n", f);
 }
 

@@ -20,6 +20,7 @@ enum {
     OPT_REPEAT,
     OPT_SEED,
     OPT_TIMEOUT,
+    OPT_LEVEL,
     OPT_XFAIL,
     OPT_STRICT_XFAIL,
     OPT_VERBOSE,
@@ -33,6 +34,7 @@ enum {
 void bp_conf_options_usage(FILE *out) {
     fputs("usage: bp-conformance --device NAME [--plugin PATH] [--filter GLOB]... [--list]\n"
           "                      [--junit FILE] [--repeat N] [--seed S] [--timeout S]\n"
+          "                      [--level quick|full]\n"
           "                      [--xfail FILE] [--strict-xfail] [--verbose] [--help]\n"
           "\n"
           "Runs the backplane conformance suite against one device.\n"
@@ -47,6 +49,8 @@ void bp_conf_options_usage(FILE *out) {
           "  --seed S          seed of the random data, decimal or 0x hex (default 1)\n"
           "  --timeout S       time limit of each group in seconds (default: the group's\n"
           "                    own, else 120)\n"
+          "  --level LEVEL     quick (default): small shapes, fast; full: also the large\n"
+          "                    shapes that reach the backends' tuned kernels (minutes)\n"
           "  --xfail FILE      expected failures, lines of 'GLOB reason'\n"
           "  --strict-xfail    an expected failure that passes fails the run\n"
           "  --verbose         also print the output of passing tests\n"
@@ -95,6 +99,16 @@ static bool parse_seed(const char *s, uint64_t *out) {
 
 static bool parse_count(const char *s, uint64_t max, uint64_t *out) {
     return parse_unsigned(s, 10, out) && *out >= 1 && *out <= max;
+}
+
+static bool parse_level(const char *s, bp_conf_level *out) {
+    for (int level = 0; level < BP_CONF_LEVEL_COUNT; level++) {
+        if (strcmp(s, bp_conf_level_name((bp_conf_level)level)) == 0) {
+            *out = (bp_conf_level)level;
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Adds the comma-separated globs of one --filter. */
@@ -155,6 +169,10 @@ static int set_value(bp_conf_options *o, int opt, const char *name, const char *
                                BP_CONF_MAX_TIMEOUT_S);
         o->timeout_s = (int)v;
         return 0;
+    case OPT_LEVEL:
+        if (!parse_level(arg, &o->level))
+            return usage_error("--level '%s': expected quick or full", arg);
+        return 0;
     case OPT_SEED:
         if (!parse_seed(arg, &o->seed))
             return usage_error("--seed '%s': expected a 64-bit number, decimal or 0x hex", arg);
@@ -174,6 +192,7 @@ int bp_conf_options_parse(int argc, char **argv, bp_conf_options *o) {
         {"repeat", required_argument, NULL, OPT_REPEAT},
         {"seed", required_argument, NULL, OPT_SEED},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"level", required_argument, NULL, OPT_LEVEL},
         {"xfail", required_argument, NULL, OPT_XFAIL},
         {"strict-xfail", no_argument, NULL, OPT_STRICT_XFAIL},
         {"verbose", no_argument, NULL, OPT_VERBOSE},

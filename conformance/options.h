@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "level.h"
+
 typedef struct bp_conf_options {
     const char *device;   /* --device NAME; NULL when not given */
     const char *plugin;   /* --plugin PATH */
@@ -17,6 +19,7 @@ typedef struct bp_conf_options {
     unsigned repeat;      /* --repeat N, >= 1 */
     uint64_t seed;        /* --seed S */
     int timeout_s;        /* --timeout S; 0: each group's own limit, else the default */
+    bp_conf_level level;  /* --level quick|full (default quick) */
     bool list;
     bool strict_xfail;
     bool verbose;

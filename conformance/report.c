@@ -136,9 +136,9 @@ void bp_conf_report_header(FILE *out, const bp_conf_header *h, const bp_conf_opt
     print_memory(out, h->total_memory);
     fprintf(out, "\n  capabilities  %s\n", h->capabilities[0] ? h->capabilities : "(none)");
     fprintf(out, "  dtypes        %s\n", h->dtypes[0] ? h->dtypes : "(none)");
-    fprintf(out, "  run           %zu test%s in %zu group%s, seed %" PRIu64 ", repeat %u",
+    fprintf(out, "  run           %zu test%s in %zu group%s, seed %" PRIu64 ", repeat %u, level %s",
             plan->n_cases, plural(plan->n_cases), plan->n_groups, plural(plan->n_groups), o->seed,
-            o->repeat);
+            o->repeat, bp_conf_level_name(o->level));
     if (o->timeout_s)
         fprintf(out, ", timeout %d s", o->timeout_s);
     if (o->xfail)
@@ -188,7 +188,7 @@ void bp_conf_report_summary(FILE *out, const bp_conf_plan *plan, const bp_conf_t
     fflush(out);
 }
 
-void bp_conf_report_list(FILE *out, const bp_conf_plan *plan) {
+void bp_conf_report_list(FILE *out, const bp_conf_plan *plan, bp_conf_level level) {
     for (size_t g = 0; g < plan->n_groups; g++) {
         const bp_conf_plan_group *pg = &plan->groups[g];
         fprintf(out, "%s%s (%zu test%s): %s\n", g ? "\n" : "", pg->group->name, pg->n_cases,
@@ -197,7 +197,7 @@ void bp_conf_report_list(FILE *out, const bp_conf_plan *plan) {
             fprintf(out, "%s  " EM_DASH " %s\n", pg->cases[i].full_name,
                     pg->cases[i].test->checks ? pg->cases[i].test->checks : "");
     }
-    fprintf(out, "\n%zu test%s in %zu group%s\n", plan->n_cases, plural(plan->n_cases),
-            plan->n_groups, plural(plan->n_groups));
+    fprintf(out, "\n%zu test%s in %zu group%s, level %s\n", plan->n_cases, plural(plan->n_cases),
+            plan->n_groups, plural(plan->n_groups), bp_conf_level_name(level));
     fflush(out);
 }

@@ -41,7 +41,7 @@ void bp_conf_report_totals(const bp_conf_plan *plan, bp_conf_totals *totals);
 void bp_conf_report_summary(FILE *out, const bp_conf_plan *plan, const bp_conf_totals *totals,
                             bool strict_xfail, double seconds);
 
-/* --list: the selected tests with what each checks. */
-void bp_conf_report_list(FILE *out, const bp_conf_plan *plan);
+/* --list: the selected tests with what each checks, and the level they would run at. */
+void bp_conf_report_list(FILE *out, const bp_conf_plan *plan, bp_conf_level level);
 
 #endif

@@ -244,7 +244,7 @@ int main(int argc, char **argv) {
     } else if (rc == 0 && (rc = bp_conf_xfail_load(options.xfail, &xfail)) == 0) {
         warn_unused_xfail(&xfail);
         if (options.list)
-            bp_conf_report_list(stdout, &plan);
+            bp_conf_report_list(stdout, &plan, options.level);
         else
             rc = run(&plan, &options, &xfail);
     }

@@ -26,8 +26,8 @@ static const char *loaded_plugin_path(const char *type, bool *builtin) {
     return NULL;
 }
 
-bool bp_conf_target_open(const char *device, const char *plugin, uint64_t seed, char *err,
-                         size_t err_len) {
+bool bp_conf_target_open(const char *device, const char *plugin, uint64_t seed,
+                         bp_conf_level level, char *err, size_t err_len) {
     bp_status st;
     if (plugin && (st = bp_plugin_load(plugin)) != BP_OK) {
         snprintf(err, err_len, "cannot load plugin '%s': %s", plugin,
@@ -43,6 +43,7 @@ bool bp_conf_target_open(const char *device, const char *plugin, uint64_t seed, 
     bp_conf.device_name = device;
     bp_conf.device = dev;
     bp_conf.seed = seed;
+    bp_conf.level = level;
     bp_conf.props = (bp_device_props){.struct_size = sizeof bp_conf.props};
     if ((st = bp_device_get_props(dev, &bp_conf.props)) != BP_OK) {
         snprintf(err, err_len, "cannot read the properties of '%s': %s", device,

@@ -24,6 +24,16 @@ endfunction()
 # The reference backend passes, and its JUnit lists every test (the script compares the
 # <testcase> count with --list).
 bp_conformance_test(conformance_cpu EXIT 0 ARGS --device cpu --junit JUNIT)
+# --level full (docs/conformance.md): the ops group's large shapes on cpu. About 30 s on
+# 2 cores in a RelWithDebInfo build but 10 min in the ASan (Debug) one, so it has the
+# label "full", which make test leaves out: run it with ctest -L full.
+bp_conformance_test(conformance_cpu_full EXIT 0 EXPECT "level full" "PASS  ops\\.sdpa_bf16"
+  ARGS --device cpu --level full --filter "ops.*" --timeout 1800 --junit JUNIT)
+set_tests_properties(conformance_cpu_full PROPERTIES LABELS "conformance;full" TIMEOUT 2000)
+# A --level that is neither quick nor full is a usage error.
+bp_conformance_test(conformance_bad_level EXIT 2
+  EXPECT "bp-conformance: --level 'fast': expected quick or full"
+  ARGS --device cpu --level fast)
 # A correct plugin that lacks most kernels passes too: what it lacks is skipped.
 bp_conformance_test(conformance_broken EXIT 0 ARGS --device broken --plugin ${bp_broken_plugin} --junit JUNIT)
 # The same plugin without enqueue_host, as a third-party plugin may be: host functions
@@ -150,6 +160,15 @@ bp_conformance_test(conformance_defect_query_ignores_waits EXIT 1 DEFECT query_i
   EXPECT "FAIL  streams\\.wait_event_does_not_block_host: bp_stream_query\\(B\\) returned BP_OK"
          "FAIL  events\\.query_sees_cross_stream_wait: bp_event_query returned BP_OK"
   ARGS --device broken --plugin ${bp_broken_plugin} --filter "streams.*,events.*")
+bp_conformance_defect(add_writes_past_end ops add_f32 "add f32: .*: wrote outside its output")
+# A bug of a long-row path: only --level full reaches it (the first failing case is its
+# [4, 2048]); the quick level passes.
+bp_conformance_test(conformance_defect_softmax_long_rows EXIT 1 DEFECT softmax_long_rows
+  EXPECT "FAIL  ops\\.softmax_f32: softmax f32: x .4, 2048."
+  ARGS --device broken --plugin ${bp_broken_plugin} --level full --filter "ops.softmax_f32")
+bp_conformance_test(conformance_defect_softmax_long_rows_quick EXIT 0 DEFECT softmax_long_rows
+  EXPECT "PASS  ops\\.softmax_f32"
+  ARGS --device broken --plugin ${bp_broken_plugin} --filter "ops.softmax_f32")
 # Isolation: a crash and a hang fail their test, and the rest of the suite still runs
 # (these two run every group, so the groups after the broken one must report).
 bp_conformance_test(conformance_defect_oom_abort EXIT 1 DEFECT oom_abort

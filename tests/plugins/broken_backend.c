@@ -37,6 +37,10 @@
  *   query_ignores_waits  stream and event query report done once the stream's own
  *                     work (copies, memsets, kernels, host functions) is done,
  *                     ignoring its waits for other streams' events
+ *   add_writes_past_end  the f32 add kernel also writes the element just past its
+ *                     output view's last element
+ *   softmax_long_rows the f32 softmax of rows of >= 2048 elements (a "tuned" long-row
+ *                     path) normalizes by the sum of the row's first 1024 only
  *
  * BROKEN_GUARD_ABI_1_0 builds a copy that declares ABI 1.1 and a guard table of the
  * 1.0 size: the host must not see its get_current (the loader tests).
@@ -91,6 +95,8 @@ typedef enum broken_defect {
     DEFECT_SMALL_COPY_EAGER,
     DEFECT_WAIT_BLOCKS_HOST,
     DEFECT_QUERY_IGNORES_WAITS,
+    DEFECT_ADD_WRITES_PAST_END,
+    DEFECT_SOFTMAX_LONG_ROWS,
     DEFECT_COUNT
 } broken_defect;
 
@@ -125,6 +131,10 @@ static const struct {
                                  "stream wait_event synchronizes the event on the host"},
     [DEFECT_QUERY_IGNORES_WAITS] = {"query_ignores_waits",
                                     "stream/event query ignore the stream's event waits"},
+    [DEFECT_ADD_WRITES_PAST_END] = {"add_writes_past_end",
+                                    "add f32 also writes the element past its output's last"},
+    [DEFECT_SOFTMAX_LONG_ROWS] = {"softmax_long_rows",
+                                  "softmax f32 of rows >= 2048 sums only the first 1024"},
 };
 
 /* ---- state ---- */
@@ -749,6 +759,8 @@ typedef struct kernel_job {
     bp_softmax_attrs softmax;
     int64_t softmax_rows_per_matrix; /* causal: size of dim -2 */
     bool softmax_no_max;
+    bool add_writes_past_end;
+    bool softmax_long_rows;
 } kernel_job;
 
 /* One row of the walk: where it starts in each operand (0: the output, then the
@@ -948,8 +960,10 @@ static void softmax_row(const kernel_job *job, const row_view *r) {
     }
     if (m == -INFINITY)
         kept = 0;
+    /* softmax_long_rows: the long-row path keeps only its first block's partial sum. */
+    int64_t summed = job->softmax_long_rows && r->n >= 2048 && kept > 1024 ? 1024 : kept;
     double sum = 0.0;
-    for (int64_t j = 0; j < kept; j++)
+    for (int64_t j = 0; j < summed; j++)
         sum += exp(x[j * xs] * scale - m);
     for (int64_t j = 0; j < kept; j++)
         y[j * ys] = (float)(exp(x[j * xs] * scale - m) / sum);
@@ -957,11 +971,23 @@ static void softmax_row(const kernel_job *job, const row_view *r) {
         y[j * ys] = 0.0f;
 }
 
+/* add_writes_past_end: the element just past the output view's last one (by address)
+ * gets that last element's value, as a vector loop running one lane too far would. */
+static void write_past_end(const kernel_job *job) {
+    float *y = job->out.data;
+    int64_t last = 0;
+    for (int d = 0; d < job->out.ndim; d++)
+        last += (job->out.shape[d] - 1) * job->out.strides[d];
+    y[last + 1] = y[last];
+}
+
 static void run_job(void *arg) {
     kernel_job *job = arg;
     static const row_fn rows[] = {
         [OP_FILL] = fill_row, [OP_COPY] = copy_row, [OP_ADD] = add_row, [OP_SOFTMAX] = softmax_row};
     for_each_row(job, rows[job->op]);
+    if (job->add_writes_past_end)
+        write_past_end(job);
     free(job);
 }
 
@@ -998,7 +1024,9 @@ static bp_status enqueue_job(const bp_kernel_call *call, kernel_op op) {
                                    : (bp_softmax_attrs){.scale = 1.0f, .causal = 0};
         job->softmax_rows_per_matrix = job->out.ndim >= 2 ? job->out.shape[job->out.ndim - 2] : 1;
         job->softmax_no_max = has(b, DEFECT_SOFTMAX_NO_MAX);
+        job->softmax_long_rows = has(b, DEFECT_SOFTMAX_LONG_ROWS);
     }
+    job->add_writes_past_end = op == OP_ADD && has(b, DEFECT_ADD_WRITES_PAST_END);
     bp_status st = b->cpu->stream->enqueue_host(s->cpu, run_job, job);
     if (st != BP_OK)
         free(job);
