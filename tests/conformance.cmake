@@ -183,4 +183,4 @@ add_test(NAME conformance_installed COMMAND sh -c
   "rm -rf \"$1\" && ${CMAKE_COMMAND} --install ${CMAKE_BINARY_DIR} --prefix \"$1\" >/dev/null && \"$1/bin/bp-conformance\" --device cpu --filter 'device.*,ops.add_f32'"
   sh ${CMAKE_CURRENT_BINARY_DIR}/conformance_install)
 set_tests_properties(conformance_installed PROPERTIES ENVIRONMENT "${bp_conf_env}" TIMEOUT 300
-  LABELS conformance PASS_REGULAR_EXPRESSION "5 passed, 0 failed")
+  LABELS conformance PASS_REGULAR_EXPRESSION "6 passed, 0 failed")
