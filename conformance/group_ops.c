@@ -192,9 +192,9 @@ static operand stale_output(ctx *x, bp_ref_shape s, out_mode mode) {
 /* ---- checks ---- */
 
 /* Fails unless the new tensor `out` has dtype dt, shape `shape` and values within
- * tolerance (accumulating `terms`) of want. */
+ * the bound of want (tolerances.h). */
 static void check_new(const char *what, const bp_tensor *out, bp_dtype dt, bp_ref_shape shape,
-                      const double *want, double terms) {
+                      bp_ref_result want) {
     if (bp_tensor_dtype(out) != dt)
         fail_msg("%s: the result has dtype %s, expected %s", what,
                  bp_dtype_name(bp_tensor_dtype(out)), bp_dtype_name(dt));
@@ -206,21 +206,21 @@ static void check_new(const char *what, const bp_tensor *out, bp_dtype dt, bp_re
         fail_msg("%s: the result has shape %s, expected %s", what, str(got_shape).s,
                  str(shape).s);
     double *got = bp_test_tensor_values(out);
-    bp_test_assert_close_shaped(what, got, want, shape, dt, terms);
+    bp_test_assert_close_shaped(what, got, want, shape, dt);
     free(got);
 }
 
-/* Fails unless the operand `out` an op wrote holds values within tolerance of want
+/* Fails unless the operand `out` an op wrote holds values within the bound of want
  * and, when it is a view, every element of its base outside the view kept its value. */
-static void check_written(const char *what, const operand *out, bp_dtype dt, const double *want,
-                          double terms) {
+static void check_written(const char *what, const operand *out, bp_dtype dt,
+                          bp_ref_result want) {
     if (!out->base) {
-        check_new(what, out->t, dt, out->shape, want, terms);
+        check_new(what, out->t, dt, out->shape, want);
         return;
     }
     double *got_base = bp_test_tensor_values(out->base);
     double *got = bp_test_view_values(out->t, out->base, got_base);
-    bp_test_assert_close_shaped(what, got, want, out->shape, dt, terms);
+    bp_test_assert_close_shaped(what, got, want, out->shape, dt);
     /* The view's offsets in its base: gather the base's own indices through it. */
     bp_ref_shape base_shape = bp_test_shape_of(out->base);
     int64_t n_base = bp_ref_numel(base_shape), n = bp_ref_numel(out->shape);
@@ -235,7 +235,7 @@ static void check_written(const char *what, const operand *out, bp_dtype dt, con
     char around[320];
     describe(around, sizeof around, "%s: the output's base %s outside the view", what,
              str(base_shape).s);
-    bp_test_assert_close_shaped(around, got_base, kept, base_shape, dt, 1);
+    bp_test_assert_close_shaped(around, got_base, bp_ref_exact(kept), base_shape, dt);
     free(got_base);
     free(got);
     free(iota);
@@ -249,24 +249,23 @@ static void check_written(const char *what, const operand *out, bp_dtype dt, con
  * non-NULL, else the allocating form into *made; the status is checked in it. */
 typedef void (*op_call)(const void *args, bp_tensor *out, bp_tensor **made);
 
-/* Runs a case's op as `mode` says and checks its result, of shape `so`, against want;
- * terms: how many values each result element accumulates. `first` is the op's first
- * input, written by OUT_IN_PLACE. */
+/* Runs a case's op as `mode` says and checks its result, of shape `so`, against the
+ * reference want (values and magnitudes). `first` is the op's first input, written by
+ * OUT_IN_PLACE. */
 static void run_case(ctx *x, const char *what, out_mode mode, const operand *first,
-                     bp_ref_shape so, op_call call, const void *args, const double *want,
-                     double terms) {
+                     bp_ref_shape so, op_call call, const void *args, bp_ref_result want) {
     if (mode == OUT_NEW) {
         bp_tensor *made = NULL;
         call(args, NULL, &made);
-        check_new(what, made, x->dt, so, want, terms);
+        check_new(what, made, x->dt, so, want);
         bp_tensor_release(made);
     } else if (mode == OUT_IN_PLACE) {
         call(args, first->t, NULL);
-        check_written(what, first, x->dt, want, terms);
+        check_written(what, first, x->dt, want);
     } else {
         operand out = stale_output(x, so, mode);
         call(args, out.t, NULL);
-        check_written(what, &out, x->dt, want, terms);
+        check_written(what, &out, x->dt, want);
         operand_free(&out);
     }
 }
@@ -283,12 +282,12 @@ static void fill_case(ctx *x, bp_ref_shape s, out_mode mode) {
     /* never 0, with a fraction for the conversion to drop */
     double value = rand_real(x, x->dt == BP_DTYPE_U8 ? 1 : -100, 100);
     value = value == 0 ? 1.5 : value;
-    double *want = bp_ref_fill(bp_ref_numel(s), value, x->dt);
+    bp_ref_result want = bp_ref_fill(bp_ref_numel(s), value, x->dt);
     char what[256];
     describe(what, sizeof what, "fill %s: out %s with %.9g%s", bp_dtype_name(x->dt), str(s).s,
              value, out_names[mode]);
-    run_case(x, what, mode, NULL, s, call_fill, &value, want, 1);
-    free(want);
+    run_case(x, what, mode, NULL, s, call_fill, &value, want);
+    bp_ref_free(&want);
 }
 
 static void test_fill(void **state) {
@@ -324,14 +323,14 @@ static void copy_case(ctx *x, bp_dtype from, bp_ref_shape ss, layout src_lay, bp
     /* values that convert without wrapping between the two dtypes */
     bool unsigned_side = from == BP_DTYPE_U8 || x->dt == BP_DTYPE_U8;
     operand src = make_operand(x, from, ss, src_lay, unsigned_side ? 0 : -100, 100);
-    double *want = bp_ref_copy(src.v, ss, ds, x->dt);
+    bp_ref_result want = bp_ref_copy(src.v, ss, ds, x->dt);
     char what[256];
     describe(what, sizeof what, "%s %s: src %s %s%s into %s%s", mode ? "copy" : "cast",
              bp_dtype_name(x->dt), bp_dtype_name(from), str(ss).s, layout_names[src_lay],
              str(ds).s, out_names[mode]);
     copy_args args = {src.t, x->dt};
-    run_case(x, what, mode, NULL, ds, call_copy, &args, want, 1);
-    free(want);
+    run_case(x, what, mode, NULL, ds, call_copy, &args, want);
+    bp_ref_free(&want);
     operand_free(&src);
 }
 
@@ -390,10 +389,10 @@ static void cat_case(ctx *x, int n, const bp_ref_shape *shapes, const layout *la
     }
     describe(what, sizeof what, "cat %s: dim %d of%s%s", bp_dtype_name(x->dt), dim, list,
              out_names[mode]);
-    double *want = bp_ref_cat(vals, shapes, n, dim);
+    bp_ref_result want = bp_ref_cat(vals, shapes, n, dim);
     cat_args args = {ts, n, dim};
-    run_case(x, what, mode, NULL, bp_ref_cat_shape(shapes, n, dim), call_cat, &args, want, 1);
-    free(want);
+    run_case(x, what, mode, NULL, bp_ref_cat_shape(shapes, n, dim), call_cat, &args, want);
+    bp_ref_free(&want);
     for (int i = 0; i < n; i++)
         operand_free(&parts[i]);
 }
@@ -447,14 +446,14 @@ static void binary_case(ctx *x, bp_ref_binary_op op, bp_ref_shape sa, layout la,
     binary_range(op, x->dt, op == BP_REF_DIV, &blo, &bhi);
     operand a = make_operand(x, x->dt, sa, la, alo, ahi);
     operand b = make_operand(x, x->dt, sb, lb, blo, bhi);
-    double *want = bp_ref_binary(op, x->dt, sa, a.v, sb, b.v);
+    bp_ref_result want = bp_ref_binary(op, x->dt, sa, a.v, sb, b.v);
     char what[256];
     describe(what, sizeof what, "%s %s: a %s%s, b %s%s%s", x->op, bp_dtype_name(x->dt),
              str(sa).s, layout_names[la], str(sb).s, layout_names[lb], out_names[mode]);
     binary_args args = {op, a.t, b.t};
     run_case(x, what, mode, &a, bp_ref_broadcast_shape((const bp_ref_shape[]){sa, sb}, 2),
-             call_binary, &args, want, 1);
-    free(want);
+             call_binary, &args, want);
+    bp_ref_free(&want);
     operand_free(&a);
     operand_free(&b);
 }
@@ -501,7 +500,7 @@ static void unary_case(ctx *x, bp_ref_unary_op op, bp_ref_shape s, layout lay, o
                        double range) {
     double alpha = rand_real(x, 0.25, 3) * (rand_int(x, 0, 1) ? -1 : 1);
     operand a = make_operand(x, x->dt, s, lay, -range, range);
-    double *want = bp_ref_unary(op, a.v, bp_ref_numel(s), alpha);
+    bp_ref_result want = bp_ref_unary(op, a.v, bp_ref_numel(s), alpha);
     char what[256], param[48] = "";
     if (op == BP_REF_SCALE)
         snprintf(param, sizeof param, ", alpha %.9g", alpha);
@@ -510,8 +509,8 @@ static void unary_case(ctx *x, bp_ref_unary_op op, bp_ref_shape s, layout lay, o
     describe(what, sizeof what, "%s %s: x %s%s in [%g, %g)%s%s", x->op, bp_dtype_name(x->dt),
              str(s).s, layout_names[lay], -range, range, param, out_names[mode]);
     unary_args args = {op, a.t, alpha};
-    run_case(x, what, mode, &a, s, call_unary, &args, want, 1);
-    free(want);
+    run_case(x, what, mode, &a, s, call_unary, &args, want);
+    bp_ref_free(&want);
     operand_free(&a);
 }
 
@@ -559,15 +558,15 @@ static void where_case(ctx *x, bp_ref_shape sc, layout lc, bp_ref_shape sa, layo
     operand c = make_operand(x, BP_DTYPE_BOOL, sc, lc, 0, 1);
     operand a = make_operand(x, x->dt, sa, la, lo, hi);
     operand b = make_operand(x, x->dt, sb, CONTIGUOUS, lo, hi);
-    double *want = bp_ref_where(sc, c.v, sa, a.v, sb, b.v);
+    bp_ref_result want = bp_ref_where(sc, c.v, sa, a.v, sb, b.v);
     char what[256];
     describe(what, sizeof what, "where %s: cond %s%s, a %s%s, b %s%s", bp_dtype_name(x->dt),
              str(sc).s, layout_names[lc], str(sa).s, layout_names[la], str(sb).s,
              out_names[mode]);
     where_args args = {c.t, a.t, b.t};
     run_case(x, what, mode, &a, bp_ref_broadcast_shape((const bp_ref_shape[]){sc, sa, sb}, 3),
-             call_where, &args, want, 1);
-    free(want);
+             call_where, &args, want);
+    bp_ref_free(&want);
     operand_free(&c);
     operand_free(&a);
     operand_free(&b);
@@ -615,16 +614,13 @@ static void reduce_case(ctx *x, bp_ref_reduce_op op, bp_ref_shape s, layout lay,
                         int keepdim, out_mode mode) {
     double range = reduce_range(op, x->dt);
     operand a = make_operand(x, x->dt, s, lay, -range, range);
-    int d = s.ndim == 0 ? 0 : (dim < 0 ? dim + s.ndim : dim);
-    double terms = op == BP_REF_MAX ? 1 : (double)(s.ndim ? s.d[d] : 1);
-    double *want = bp_ref_reduce(op, a.v, s, dim, x->dt);
+    bp_ref_result want = bp_ref_reduce(op, a.v, s, dim, x->dt);
     char what[256];
     describe(what, sizeof what, "%s %s: x %s%s, dim %d, keepdim %d%s", x->op,
              bp_dtype_name(x->dt), str(s).s, layout_names[lay], dim, keepdim, out_names[mode]);
     reduce_args args = {op, a.t, dim, keepdim};
-    run_case(x, what, mode, &a, bp_ref_reduced_shape(s, dim, keepdim), call_reduce, &args, want,
-             terms);
-    free(want);
+    run_case(x, what, mode, &a, bp_ref_reduced_shape(s, dim, keepdim), call_reduce, &args, want);
+    bp_ref_free(&want);
     operand_free(&a);
 }
 
@@ -668,14 +664,14 @@ static void call_softmax(const void *args, bp_tensor *out, bp_tensor **made) {
 static void softmax_case(ctx *x, bp_ref_shape s, layout lay, float scale, int causal,
                          out_mode mode, double lo, double hi) {
     operand a = make_operand(x, x->dt, s, lay, lo, hi);
-    double *want = bp_ref_softmax(a.v, s, scale, causal);
+    bp_ref_result want = bp_ref_softmax(a.v, s, scale, causal);
     char what[256];
     describe(what, sizeof what, "softmax %s: x %s%s in [%g, %g), scale %.9g, causal %d%s",
              bp_dtype_name(x->dt), str(s).s, layout_names[lay], lo, hi, (double)scale, causal,
              out_names[mode]);
     softmax_args args = {a.t, scale, causal};
-    run_case(x, what, mode, &a, s, call_softmax, &args, want, s.ndim ? (double)s.d[s.ndim - 1] : 1);
-    free(want);
+    run_case(x, what, mode, &a, s, call_softmax, &args, want);
+    bp_ref_free(&want);
     operand_free(&a);
 }
 
@@ -731,15 +727,15 @@ static void norm_case(ctx *x, bool layer, bp_ref_shape s, layout lay, bool weigh
         w = make_operand(x, x->dt, S1(d), lay == CONTIGUOUS ? CONTIGUOUS : NARROWED, 0.5, 1.5);
     if (bias)
         b = make_operand(x, x->dt, S1(d), CONTIGUOUS, -1, 1);
-    double *want = layer ? bp_ref_layernorm(xo.v, bp_ref_numel(s), d, w.v, b.v, eps)
+    bp_ref_result want = layer ? bp_ref_layernorm(xo.v, bp_ref_numel(s), d, w.v, b.v, eps)
                          : bp_ref_rmsnorm(xo.v, bp_ref_numel(s), d, w.v, eps);
     char what[256];
     describe(what, sizeof what, "%s %s: x %s%s in [%g, %g), weight %d, bias %d%s", x->op,
              bp_dtype_name(x->dt), str(s).s, layout_names[lay], lo, hi, weight, bias,
              out_names[mode]);
     norm_args args = {layer, xo.t, w.t, b.t, eps};
-    run_case(x, what, mode, &xo, s, call_norm, &args, want, (double)d);
-    free(want);
+    run_case(x, what, mode, &xo, s, call_norm, &args, want);
+    bp_ref_free(&want);
     operand_free(&xo);
     operand_free(&w);
     operand_free(&b);
@@ -783,14 +779,14 @@ static void rope_case(ctx *x, bp_ref_shape s, layout lay, out_mode mode) {
                            .position_offset = (int32_t)rand_int(x, 0, 64),
                            .interleaved = (int32_t)rand_int(x, 0, 1)};
     operand a = make_operand(x, x->dt, s, lay, -2, 2);
-    double *want = bp_ref_rope(a.v, s, &attrs);
+    bp_ref_result want = bp_ref_rope(a.v, s, &attrs);
     char what[256];
     describe(what, sizeof what, "rope %s: x %s%s, theta %g, position_offset %d, interleaved %d%s",
              bp_dtype_name(x->dt), str(s).s, layout_names[lay], (double)attrs.theta,
              attrs.position_offset, attrs.interleaved, out_names[mode]);
     rope_args args = {a.t, &attrs};
-    run_case(x, what, mode, &a, s, call_rope, &args, want, 1);
-    free(want);
+    run_case(x, what, mode, &a, s, call_rope, &args, want);
+    bp_ref_free(&want);
     operand_free(&a);
 }
 
@@ -825,15 +821,14 @@ static void matmul_case(ctx *x, bp_ref_shape sa, layout la, bp_ref_shape sb, lay
                         int tb, out_mode mode) {
     operand a = make_operand(x, x->dt, sa, la, -1, 1);
     operand b = make_operand(x, x->dt, sb, lb, -1, 1);
-    double *want = bp_ref_matmul(a.v, sa, b.v, sb, ta, tb);
+    bp_ref_result want = bp_ref_matmul(a.v, sa, b.v, sb, ta, tb);
     char what[256];
     describe(what, sizeof what, "matmul %s: a %s%s, b %s%s, trans_a %d, trans_b %d%s",
              bp_dtype_name(x->dt), str(sa).s, layout_names[la], str(sb).s, layout_names[lb], ta,
              tb, out_names[mode]);
     matmul_args args = {a.t, b.t, ta, tb};
-    run_case(x, what, mode, NULL, bp_ref_matmul_shape(sa, sb, ta, tb), call_matmul, &args, want,
-             (double)sa.d[sa.ndim - (ta ? 2 : 1)]);
-    free(want);
+    run_case(x, what, mode, NULL, bp_ref_matmul_shape(sa, sb, ta, tb), call_matmul, &args, want);
+    bp_ref_free(&want);
     operand_free(&a);
     operand_free(&b);
 }
@@ -890,9 +885,9 @@ static void sdpa_case(ctx *x, sdpa_spec c) {
     double *sv = NULL;
     bp_tensor *slopes = c.alibi ? bp_test_alibi_slopes(bp_conf.device, n.h, &sv) : NULL;
     const bp_sdpa_attrs *attrs = c.null_attrs ? NULL : &c.attrs;
-    double *want = bp_ref_sdpa(n, attrs, bp_ref_view4_contiguous(q.v, n.h, n.sq, n.d),
+    bp_ref_result want = bp_ref_sdpa(n, attrs, bp_ref_view4_contiguous(q.v, n.h, n.sq, n.d),
                                bp_ref_view4_contiguous(k.v, n.hkv, n.sk, n.d),
-                               bp_ref_view4_contiguous(v.v, n.hkv, n.sk, n.d), sv);
+                               bp_ref_view4_contiguous(v.v, n.hkv, n.sk, n.d), sv, x->dt);
     char what[320];
     describe(what, sizeof what, "sdpa %s: q %s, k and v %s%s, scale %g, causal %d, window %d, "
              "softcap %g, alibi %d%s%s", bp_dtype_name(x->dt), str(q.shape).s, str(k.shape).s,
@@ -900,8 +895,8 @@ static void sdpa_case(ctx *x, sdpa_spec c) {
              (double)c.attrs.softcap, c.alibi, c.null_attrs ? ", attrs NULL" : "",
              out_names[c.mode]);
     sdpa_args args = {q.t, k.t, v.t, slopes, attrs};
-    run_case(x, what, c.mode, NULL, q.shape, call_sdpa, &args, want, (double)n.sk);
-    free(want);
+    run_case(x, what, c.mode, NULL, q.shape, call_sdpa, &args, want);
+    bp_ref_free(&want);
     free(sv);
     bp_tensor_release(slopes);
     operand_free(&q);
