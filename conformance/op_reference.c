@@ -59,8 +59,10 @@ double bp_ref_round(double v, bp_dtype dtype) {
     switch (dtype) {
     case BP_DTYPE_F32: return (double)(float)v;
     case BP_DTYPE_F16: return round_to_format(v, 10, -14, 65504.0);
-    /* bf16 kernels convert through f32 (the upper half of its bits), as here */
-    case BP_DTYPE_BF16: return round_to_format((double)(float)v, 7, -126, 3.3895313892515355e38);
+    /* one rounding of the exact value: a kernel converting f64 through f32 must round
+     * to odd first (as the cuda and opencl kernels do), or a value just off a bf16 tie
+     * lands on it and rounds the wrong way */
+    case BP_DTYPE_BF16: return round_to_format(v, 7, -126, 3.3895313892515355e38);
     case BP_DTYPE_F64: return v;
     case BP_DTYPE_I8: return (double)(int8_t)trunc(v);
     case BP_DTYPE_U8: return (double)(uint8_t)trunc(v);
