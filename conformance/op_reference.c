@@ -249,9 +249,9 @@ bp_ref_shape bp_ref_reduced_shape(bp_ref_shape s, int dim, int keepdim) {
     return o;
 }
 
-/* sum: M = sum |x| over K = len terms, g = K + 1 (any order of f32 additions: Higham's
- * gamma_{K-1}, and the store); mean: M = sum |x| / K, g = K + 2 (the divide). max
- * selects an input and integer results are exact. */
+/* sum: M = sum |x| over K = len terms; mean: M = sum |x| / K; g = bp_growth(K) (which
+ * counts the divide and the store). max selects an input and integer results are
+ * exact. */
 bp_ref_result bp_ref_reduce(bp_ref_reduce_op op, const double *x, bp_ref_shape s, int dim,
                             bp_dtype dtype) {
     int d = normalize_dim(dim, s.ndim);
@@ -270,10 +270,10 @@ bp_ref_result bp_ref_reduce(bp_ref_reduce_op op, const double *x, bp_ref_shape s
                 acc = op == BP_REF_MAX ? fmax(acc, v) : acc + v;
                 mag += fabs(v);
             }
-            mag *= (double)len + 1;
+            mag *= bp_growth((double)len);
             if (op == BP_REF_MEAN) {
                 acc /= (double)len; /* 0/0 = NaN for an empty dim */
-                mag = len ? mag / (double)len * ((double)len + 2) / ((double)len + 1) : 0;
+                mag = len ? mag / (double)len : 0;
             }
             if (is_integer(dtype))
                 acc = bp_ref_round(acc, dtype);
@@ -291,7 +291,7 @@ bp_ref_result bp_ref_reduce(bp_ref_reduce_op op, const double *x, bp_ref_shape s
  *   a_j = err_j + 8 ulps of exp + 4 (|s_j| + |d_j|): the relative error of e_j, from
  *         its argument (the f32 roundings of s_j, of s_j - max, and of a scale or
  *         log2 e folded in) and from exp itself;
- *   S is a sum of K positive terms: relative error K + 2 + sum e_j a_j / S;
+ *   S is a sum of K positive terms: relative error g(K) + sum e_j a_j / S;
  *   y_j = e_j / S: mag_j = y_j (a_j + that + 2). NaN logits make the row NaN. */
 static void softmax_row(const double *s, const bool *keep, const double *err, int64_t n,
                         double *y, double *mag) {
@@ -313,7 +313,7 @@ static void softmax_row(const double *s, const bool *keep, const double *err, in
         if (y[j] != 0)
             weighted += y[j] * mag[j];
     }
-    double sum_err = (double)kept + 2 + weighted / sum;
+    double sum_err = bp_growth((double)kept) + weighted / sum;
     for (int64_t j = 0; j < n; j++) {
         if (m == -INFINITY) /* no key kept or all -inf: zeros */
             continue;
@@ -342,10 +342,10 @@ bp_ref_result bp_ref_softmax(const double *x, bp_ref_shape s, float scale, int c
 }
 
 /* rmsnorm (centre = false) or layernorm over rows of length d. The row's sum of
- * squares accumulates d nonnegative terms (relative error d + 1), the square root and
- * reciprocal add a few ulps: rstd is off by (d + 16) / 2 relative, and y_j by
- * (d + 16) |y_j| with the products by x and w. layernorm's mean has M = sum |x| / d
- * (g = d + 2), which moves every x_j - mean, scaled by rstd |w_j|; the bias adds 2 |y|. */
+ * squares accumulates d nonnegative terms (relative error g(d)), the square root and
+ * reciprocal add a few ulps: rstd is off by (g(d) + 16) / 2 relative, and y_j by
+ * (g(d) + 16) |y_j| with the products by x and w. layernorm's mean has M = sum |x| / d
+ * (g(d)), which moves every x_j - mean, scaled by rstd |w_j|; the bias adds 2 |y|. */
 static bp_ref_result norm(bool centre, const double *x, int64_t n, int64_t d, const double *w,
                           const double *b, float eps) {
     bp_ref_result y = alloc_result(n);
@@ -358,7 +358,7 @@ static bp_ref_result norm(bool centre, const double *x, int64_t n, int64_t d, co
                 mean_mag += fabs(xr[j]);
             }
             mean /= (double)d;
-            mean_mag *= ((double)d + 2) / (double)d;
+            mean_mag *= bp_growth((double)d) / (double)d;
         }
         for (int64_t j = 0; j < d; j++)
             acc += (xr[j] - mean) * (xr[j] - mean);
@@ -367,7 +367,8 @@ static bp_ref_result norm(bool centre, const double *x, int64_t n, int64_t d, co
             double wj = w ? w[j] : 1, bj = b ? b[j] : 0;
             double scaled = (xr[j] - mean) * rstd * wj;
             y.v[r * d + j] = scaled + bj;
-            y.mag[r * d + j] = fabs(scaled) * ((double)d + 16) + rstd * fabs(wj) * mean_mag +
+            y.mag[r * d + j] = fabs(scaled) * (bp_growth((double)d) + 16) +
+                               rstd * fabs(wj) * mean_mag +
                                2 * fabs(scaled + bj);
         }
     }
@@ -436,8 +437,8 @@ static int64_t batch_offset(bp_ref_shape s, const int64_t *out_batch, int nb, in
     return off;
 }
 
-/* M = sum_k |a_ik b_kj| over K products, g = K + 2: the products and any order of f32
- * additions (gamma_K), and the store. */
+/* M = sum_k |a_ik b_kj| over K products, g = bp_growth(K) (f32 products of f32, f16 or
+ * bf16 inputs are exact or one rounding, within the growth's +2). */
 bp_ref_result bp_ref_matmul(const double *a, bp_ref_shape sa, const double *b, bp_ref_shape sb,
                             int ta, int tb) {
     bp_ref_shape so = bp_ref_matmul_shape(sa, sb, ta, tb);
@@ -462,7 +463,7 @@ bp_ref_result bp_ref_matmul(const double *a, bp_ref_shape sa, const double *b, b
                     mag += fabs(term);
                 }
                 out.v[t * m * n + i * n + j] = sum;
-                out.mag[t * m * n + i * n + j] = mag * ((double)k + 2);
+                out.mag[t * m * n + i * n + j] = mag * bp_growth((double)k);
             }
     }
     return out;
@@ -509,7 +510,7 @@ static double at4(bp_ref_view4 t, int64_t b, int64_t h, int64_t s, int64_t x) {
 
 /* Score (i, j) of query head h (key head hk) before the masks, and in *err what the
  * kernel's f32 computation of it may be off by, in units of BP_EPS_ACC: the dot product
- * (M = sum |q_x k_x| over d products, g = d + 2) and the scaling, then the softcap's
+ * (M = sum |q_x k_x| over d products, g(d)) and the scaling, then the softcap's
  * tanh (8 ulps of the cap, as its derivative is at most 1, and the roundings of the
  * divide and product), then ALiBi's product and subtraction. */
 static double sdpa_score(const bp_sdpa_attrs *a, double scale, bp_ref_view4 q, bp_ref_view4 k,
@@ -522,7 +523,7 @@ static double sdpa_score(const bp_sdpa_attrs *a, double scale, bp_ref_view4 q, b
         mag += fabs(term);
     }
     double s = dot * scale;
-    *err = mag * scale * ((double)d + 2) + fabs(s);
+    *err = mag * scale * bp_growth((double)d) + fabs(s);
     if (a->softcap > 0) {
         *err += 2 * fabs(s);
         s = a->softcap * tanh(s / a->softcap);
@@ -538,7 +539,7 @@ static double sdpa_score(const bp_sdpa_attrs *a, double scale, bp_ref_view4 q, b
 
 /* One query row: out_x = sum_j p_j v_jx with p the softmax of the seen scores (their
  * errors as softmax_row's err). P.V accumulates sk products: M_pv = sum_j p_j |v_jx|,
- * g = sk + 4 (the sum, the online rescaling steps of flash kernels, the final divide);
+ * g(sk) + 2 (the sum, the online rescaling of flash kernels, the final divide);
  * each p_j brings its own relative error mag_j / p_j, and a P rounded to a half dtype
  * before the product (flash kernels) eps(dtype) M_pv. */
 static void sdpa_row(const double *p, const double *p_mag, int64_t sk, bp_ref_view4 v,
@@ -554,7 +555,7 @@ static void sdpa_row(const double *p, const double *p_mag, int64_t sk, bp_ref_vi
             m_p += p_mag[j] * fabs(vj);
         }
         o[x] = acc;
-        o_mag[x] = m_pv * ((double)sk + 4 + p_round) + m_p;
+        o_mag[x] = m_pv * (bp_growth((double)sk) + 2 + p_round) + m_p;
     }
 }
 

@@ -20,6 +20,16 @@
 /* f32's unit roundoff, 2^-24: the relative error of one f32 operation. */
 #define BP_EPS_ACC 0x1p-24
 
+/* The growth factor g(K) of an f32 accumulation of K terms, for references to scale
+ * M = sum |terms| by: K, the worst case of any summation order (Higham's gamma_K), up
+ * to K = 64, and 8 sqrt(K) beyond: the probabilistic bound of Higham and Mary (2019),
+ * which holds for rounding errors that are independent and of mean zero (as for the
+ * suite's random inputs) with probability at least 1 - 2 exp(-8^2 / 2) > 1 - 3e-14 per
+ * element; plus 2 for the final operations (a divide, the store). */
+static inline double bp_growth(double k) {
+    return fmin(k, 8 * sqrt(k)) + 2;
+}
+
 /* Few-ulp allowances of the f32 transcendentals, in units of BP_EPS_ACC (one f32 ulp
  * is 2 units): exp, expf, exp2, tanh, expm1 within 8 ulps (CUDA 2, OpenCL 3-5, glibc
  * 1-2; the flash kernel's ex2.approx 2); erfc within 20 ulps (OpenCL allows 16). */
