@@ -937,6 +937,413 @@ static void test_sdpa(void **state) {
                               .mode = OUT_TRANSPOSED});
 }
 
+/* ---- numerics: crafted roundings, long accumulations, wide integers, non-finite rows ----
+ *
+ * Each is a fact docs/ops.md "Numerics" states: float results round to nearest even
+ * (checked bit for bit on values crafted at and around ties, in the subnormals and at
+ * overflow), accumulations run in f32 whatever the dtype (sums of K = 4096 half values
+ * that a half accumulator would stall on), integer results are exact at full range
+ * (i64 beyond 2^53), and -inf and NaN behave as the ops say (a row whose kept logits
+ * are all -inf is 0, NaN propagates, a masked NaN does not). */
+
+/* A float format: significand bits (the implicit one included), the exponent of its
+ * smallest normal, its largest finite value. */
+typedef struct float_format {
+    int p, emin;
+    double max;
+} float_format;
+
+static float_format format_of(bp_dtype dt) {
+    switch (dt) {
+    case BP_DTYPE_F16: return (float_format){11, -14, 65504.0};
+    case BP_DTYPE_BF16: return (float_format){8, -126, 3.3895313892515355e38};
+    default: return (float_format){24, -126, 3.4028234663852886e38};
+    }
+}
+
+/* The spacing of the format's values at |v|. */
+static double quantum(float_format f, double v) {
+    int e;
+    frexp(v, &e);
+    return ldexp(1, (e - 1 < f.emin ? f.emin : e - 1) - f.p + 1);
+}
+
+/* Values of the format at and around its rounding boundaries, both signs, appended to
+ * v (room for 64 more): ties (even and odd neighbours), a relative nudge either side of
+ * each (the nudge a source dtype can express: 2^-52, 2^-40 or 2^-20), ties between
+ * subnormals and to 0, the overflow tie (which rounds to inf) and just below it, inf
+ * and NaN. */
+static int crafted_ties(ctx *x, float_format f, int64_t n, double *v) {
+    int k = 0;
+    double qsub = ldexp(1, f.emin - f.p + 1), qmax = quantum(f, f.max);
+    for (int i = 0; i < 4; i++) {
+        int e = i == 0 ? f.emin : i == 1 ? 0 : (int)rand_int(x, f.emin + 1, 20);
+        double m = (double)rand_int(x, (int64_t)1 << (f.p - 1), ((int64_t)1 << f.p) - 2);
+        double q = ldexp(1, e - f.p + 1), tie_even = (2 * floor(m / 2) + 0.5) * q,
+               tie_odd = (2 * floor(m / 2) + 1.5) * q;
+        double base[2] = {tie_even, tie_odd};
+        for (int b = 0; b < 2; b++) {
+            double nudge = ldexp(1, -(int)rand_int(x, 20, 52));
+            v[k++] = base[b];
+            v[k++] = base[b] * (1 + nudge);
+            v[k++] = base[b] * (1 - nudge);
+        }
+    }
+    v[k++] = qsub / 2;        /* tie to 0 */
+    v[k++] = qsub * 1.5;      /* tie to 2 qsub */
+    v[k++] = qsub * 2.5;      /* tie to 2 qsub */
+    v[k++] = qsub * 0.75;     /* to qsub */
+    v[k++] = qsub * (double)rand_int(x, 3, 200) + qsub / 2;
+    v[k++] = f.max;
+    v[k++] = f.max + qmax / 2; /* the overflow tie: to inf */
+    v[k++] = f.max + qmax / 2 - qmax / 64;
+    v[k++] = INFINITY;
+    int half = k;
+    for (int i = 0; i < half; i++)
+        v[k++] = -v[i];
+    v[k++] = NAN;
+    (void)n;
+    return k;
+}
+
+/* Integers at and around the format's ties: above 2^p, where its spacing is 2 or 4,
+ * and for f16 at its overflow (65520 is the tie to inf), both signs. */
+static int crafted_integer_ties(float_format f, double *v) {
+    double b = ldexp(1, f.p);
+    const double offsets[] = {1, 2, 3, 5, 2 * b + 1, 2 * b + 2, 2 * b + 3, 2 * b + 6};
+    int k = 0;
+    for (size_t i = 0; i < sizeof offsets / sizeof offsets[0]; i++)
+        v[k++] = b + offsets[i];
+    if (f.p == 11) {
+        const double top[] = {65519, 65520, 65535, 70000};
+        for (size_t i = 0; i < 4; i++)
+            v[k++] = top[i];
+    }
+    v[k++] = 2147483647; /* i32's largest */
+    int half = k;
+    for (int i = 0; i < half; i++)
+        v[k++] = -v[i];
+    return k;
+}
+
+/* copy into the test's float dtype from each source dtype, on values crafted at its
+ * roundings: the result must be the source value rounded once, to nearest even. */
+static void test_round_copy(void **state) {
+    ctx x = begin(state);
+    float_format f = format_of(x.dt);
+    const bp_dtype sources[] = {BP_DTYPE_F64, BP_DTYPE_F32, BP_DTYPE_F16, BP_DTYPE_BF16,
+                                BP_DTYPE_I32, BP_DTYPE_I64};
+    for (size_t s = 0; s < sizeof sources / sizeof sources[0]; s++) {
+        bp_dtype from = sources[s];
+        double v[160];
+        int64_t n = from == BP_DTYPE_I32 || from == BP_DTYPE_I64 ? crafted_integer_ties(f, v)
+                                                                : crafted_ties(&x, f, 0, v);
+        for (int64_t i = 0; i < n; i++) /* what the source can hold */
+            v[i] = bp_ref_round(v[i], from);
+        bp_tensor *src = bp_test_tensor_from_values(bp_conf.device, from, 1, &n, v), *dst = NULL;
+        BP_CONF_OK(bp_tensor_empty(bp_conf.device, x.dt, 1, &n, &dst));
+        BP_CONF_OK(bp_copy(dst, src));
+        bp_ref_result want = bp_ref_copy(v, S1(n), S1(n), x.dt);
+        char what[160];
+        describe(what, sizeof what, "copy %s from %s, values at its rounding ties",
+                 bp_dtype_name(x.dt), bp_dtype_name(from));
+        check_new(what, dst, x.dt, S1(n), want);
+        bp_ref_free(&want);
+        bp_tensor_release(src);
+        bp_tensor_release(dst);
+    }
+}
+
+/* Pairs (a, b) of the test's dtype whose exact op(a, b) is a tie of the dtype, just
+ * below or just above one, found among values with few significant bits (so exact
+ * ties occur) and full ones; plus ties among the subnormals (a * 1/2, a / 2), the
+ * overflow tie, inf and NaN. Returns how many (at most 96). */
+static int crafted_pairs(ctx *x, bp_ref_binary_op op, float_format f, double *a, double *b) {
+    double cand[48];
+    for (int i = 0; i < 48; i++) {
+        int bits = i % 2 ? f.p : 4;
+        double m = (double)rand_int(x, (int64_t)1 << (bits - 1), ((int64_t)1 << bits) - 1);
+        cand[i] = ldexp(m, (int)rand_int(x, -3, 3) - bits + 1) * (rand_int(x, 0, 3) ? 1 : -1);
+    }
+    int k = 0, found[3] = {0};
+    for (int i = 0; i < 48 && k < 72; i++)
+        for (int j = 0; j < 48 && k < 72; j++) {
+            double r = op == BP_REF_ADD ? cand[i] + cand[j]
+                       : op == BP_REF_SUB ? cand[i] - cand[j]
+                       : op == BP_REF_MUL ? cand[i] * cand[j] : cand[i] / cand[j];
+            if (r == 0)
+                continue;
+            double units = fabs(r) / quantum(f, r), frac = units - floor(units);
+            int kind = frac == 0.5 ? 0 : fabs(frac - 0.5) < 1.0 / 16 ? 1 + (frac > 0.5) : -1;
+            if (kind >= 0 && found[kind] < 24) {
+                found[kind]++;
+                a[k] = cand[i];
+                b[k++] = cand[j];
+            }
+        }
+    double qsub = ldexp(1, f.emin - f.p + 1), qmax = quantum(f, f.max);
+    double odd = (double)(2 * rand_int(x, 0, 100) + 1) * qsub; /* halved: a subnormal tie */
+    switch (op) {
+    case BP_REF_ADD:
+        a[k] = f.max, b[k++] = qmax / 2; /* the overflow tie */
+        a[k] = f.max, b[k++] = qmax / 4;
+        a[k] = INFINITY, b[k++] = -INFINITY;
+        break;
+    case BP_REF_SUB:
+        a[k] = f.max, b[k++] = -qmax / 2;
+        a[k] = INFINITY, b[k++] = INFINITY;
+        break;
+    case BP_REF_MUL:
+        a[k] = odd, b[k++] = 0.5;
+        a[k] = qsub, b[k++] = 0.5; /* tie to 0 */
+        a[k] = f.max, b[k++] = 1.5;
+        break;
+    default:
+        a[k] = odd, b[k++] = 2;
+        a[k] = qsub, b[k++] = -2;
+        a[k] = f.max, b[k++] = 0.5 * (1 - ldexp(1, 1 - f.p)); /* beyond the largest */
+        a[k] = 1, b[k++] = 0; /* inf */
+        break;
+    }
+    a[k] = NAN, b[k++] = 1;
+    return k;
+}
+
+/* add, sub, mul, div of the test's half dtype on crafted pairs: each result the exact
+ * one rounded once to nearest even, bit for bit (kernels computing in f32 get that:
+ * f32 has at least 2p + 2 bits, so its rounding never moves a half result). */
+static void test_round_binary(void **state) {
+    ctx x = begin(state);
+    bp_ref_binary_op op = BP_REF_ADD;
+    while (strcmp(bp_ref_binary_name(op), x.op) != 0)
+        op++;
+    double a[96], b[96];
+    int64_t n = crafted_pairs(&x, op, format_of(x.dt), a, b);
+    bp_tensor *ta = bp_test_tensor_from_values(bp_conf.device, x.dt, 1, &n, a);
+    bp_tensor *tb = bp_test_tensor_from_values(bp_conf.device, x.dt, 1, &n, b), *out = NULL;
+    BP_CONF_OK(bp_test_binary(op, ta, tb, NULL, &out));
+    double exact[96];
+    for (int64_t i = 0; i < n; i++)
+        exact[i] = bp_ref_round(op == BP_REF_ADD   ? a[i] + b[i]
+                                : op == BP_REF_SUB ? a[i] - b[i]
+                                : op == BP_REF_MUL ? a[i] * b[i] : a[i] / b[i], x.dt);
+    char what[160];
+    describe(what, sizeof what, "%s %s on pairs whose exact result is at or next to a "
+             "rounding tie", x.op, bp_dtype_name(x.dt));
+    check_new(what, out, x.dt, S1(n), bp_ref_exact(exact));
+    bp_tensor_release(ta);
+    bp_tensor_release(tb);
+    bp_tensor_release(out);
+}
+
+/* scale of the test's half dtype by factors exact in f32 (1.5, 0.75, 5, -1.25, 0.5),
+ * on crafted values: each product rounded once to nearest even, bit for bit. */
+static void test_round_scale(void **state) {
+    ctx x = begin(state);
+    float_format f = format_of(x.dt);
+    const double alphas[] = {1.5, 0.75, 5, -1.25, 0.5};
+    for (size_t s = 0; s < sizeof alphas / sizeof alphas[0]; s++) {
+        double a[96], b[96];
+        int64_t n = crafted_pairs(&x, BP_REF_MUL, f, a, b); /* a: the values */
+        bp_tensor *ta = bp_test_tensor_from_values(bp_conf.device, x.dt, 1, &n, a), *out = NULL;
+        BP_CONF_OK(bp_scale(ta, alphas[s], &out));
+        double exact[96];
+        for (int64_t i = 0; i < n; i++)
+            exact[i] = bp_ref_round(a[i] * alphas[s], x.dt);
+        char what[160];
+        describe(what, sizeof what, "scale %s by %g on values at rounding boundaries",
+                 bp_dtype_name(x.dt), alphas[s]);
+        check_new(what, out, x.dt, S1(n), bp_ref_exact(exact));
+        bp_tensor_release(ta);
+        bp_tensor_release(out);
+    }
+}
+
+/* sum and mean over K = 4096 values in [0.5, 1), along the last dim and along the
+ * first (strided), and matmul with K = 4096: an accumulator of the half dtype stalls
+ * (f16 at 2048, bf16 at 256, where the spacing passes 1) far outside the bound. */
+static void test_long_reduce(void **state) {
+    ctx x = begin(state);
+    enum { K = 4096 };
+    if (strcmp(x.op, "matmul") == 0) {
+        operand a = make_operand(&x, x.dt, S2(3, K), CONTIGUOUS, 0.5, 1);
+        operand b = make_operand(&x, x.dt, S2(K, 2), CONTIGUOUS, 0.5, 1);
+        bp_ref_result want = bp_ref_matmul(a.v, a.shape, b.v, b.shape, 0, 0);
+        matmul_args args = {a.t, b.t, 0, 0};
+        run_case(&x, "matmul with K = 4096 (an accumulator of the dtype stalls)", OUT_NEW,
+                 NULL, S2(3, 2), call_matmul, &args, want);
+        bp_ref_free(&want);
+        operand_free(&a);
+        operand_free(&b);
+        return;
+    }
+    bp_ref_reduce_op op = strcmp(x.op, "sum") == 0 ? BP_REF_SUM : BP_REF_MEAN;
+    const bp_ref_shape shapes[2] = {S2(2, K), S2(K, 3)};
+    for (int i = 0; i < 2; i++) {
+        int dim = i == 0 ? 1 : 0;
+        operand a = make_operand(&x, x.dt, shapes[i], CONTIGUOUS, 0.5, 1);
+        bp_ref_result want = bp_ref_reduce(op, a.v, shapes[i], dim, x.dt);
+        char what[160];
+        describe(what, sizeof what, "%s %s over 4096 values in [0.5, 1), x %s, dim %d",
+                 x.op, bp_dtype_name(x.dt), str(shapes[i]).s, dim);
+        reduce_args args = {op, a.t, dim, 0};
+        run_case(&x, what, OUT_NEW, &a, bp_ref_reduced_shape(shapes[i], dim, 0), call_reduce,
+                 &args, want);
+        bp_ref_free(&want);
+        operand_free(&a);
+    }
+}
+
+/* A random i64 of magnitude in [2^60, 2^61) with random low bits (not a double). */
+static int64_t wide_int(ctx *x) {
+    int64_t v = ((int64_t)1 << 60) | (int64_t)(bp_conf_rand(&x->rng) >> 4);
+    v |= 1; /* odd: no double holds it */
+    return rand_int(x, 0, 1) ? v : -v;
+}
+
+/* Fails unless the i64 tensor t holds want[0..n) exactly. */
+static void check_i64(const char *what, const bp_tensor *t, const int64_t *want, int64_t n) {
+    int64_t got[64];
+    BP_CONF_OK(bp_tensor_to_host(t, got, (size_t)n * sizeof got[0]));
+    for (int64_t i = 0; i < n; i++)
+        if (got[i] != want[i])
+            fail_msg("%s: element %lld is %lld, expected %lld (exact)", what, (long long)i,
+                     (long long)got[i], (long long)want[i]);
+}
+
+/* add, sub, mul, sum and copy of i64 on values near 2^61 with odd low bits, where a
+ * kernel going through double (53 bits) loses the last ones: results exact. */
+static void test_i64_wide(void **state) {
+    ctx x = begin(state);
+    enum { N = 24 };
+    int64_t a[N], b[N], want[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = wide_int(&x);
+        b[i] = wide_int(&x);
+        if (strcmp(x.op, "mul") == 0) { /* |a b| < 2^62 */
+            a[i] = (a[i] >> 30) | 1;
+            b[i] = (b[i] >> 32) | 1;
+        }
+    }
+    int64_t n = N;
+    bp_tensor *ta = NULL, *tb = NULL, *out = NULL;
+    BP_CONF_OK(bp_tensor_from_host(bp_conf.device, BP_DTYPE_I64, 1, &n, a, &ta));
+    BP_CONF_OK(bp_tensor_from_host(bp_conf.device, BP_DTYPE_I64, 1, &n, b, &tb));
+    if (strcmp(x.op, "sum") == 0) { /* rows of 3: |sum| < 2^63 */
+        bp_tensor *rows = NULL;
+        BP_CONF_OK(bp_tensor_reshape(ta, 2, (const int64_t[]){N / 3, 3}, &rows));
+        BP_CONF_OK(bp_sum(rows, 1, 0, &out));
+        for (int r = 0; r < N / 3; r++)
+            want[r] = a[3 * r] + a[3 * r + 1] + a[3 * r + 2];
+        n = N / 3;
+        bp_tensor_release(rows);
+    } else if (strcmp(x.op, "copy") == 0) { /* through a transposed view: the kernel */
+        bp_tensor *m = NULL, *t = NULL;
+        BP_CONF_OK(bp_tensor_reshape(ta, 2, (const int64_t[]){4, N / 4}, &m));
+        BP_CONF_OK(bp_tensor_transpose(m, 0, 1, &t));
+        BP_CONF_OK(bp_tensor_empty(bp_conf.device, BP_DTYPE_I64, 2,
+                                   (const int64_t[]){N / 4, 4}, &out));
+        BP_CONF_OK(bp_copy(out, t));
+        for (int i = 0; i < N / 4; i++)
+            for (int j = 0; j < 4; j++)
+                want[i * 4 + j] = a[j * (N / 4) + i];
+        bp_tensor_release(m);
+        bp_tensor_release(t);
+    } else {
+        bp_ref_binary_op op = BP_REF_ADD;
+        while (strcmp(bp_ref_binary_name(op), x.op) != 0)
+            op++;
+        BP_CONF_OK(bp_test_binary(op, ta, tb, NULL, &out));
+        for (int i = 0; i < N; i++)
+            want[i] = op == BP_REF_ADD ? a[i] + b[i] : op == BP_REF_SUB ? a[i] - b[i]
+                                                                          : a[i] * b[i];
+    }
+    char what[96];
+    describe(what, sizeof what, "%s i64 on values near 2^61 with odd low bits", x.op);
+    check_i64(what, out, want, n);
+    bp_tensor_release(ta);
+    bp_tensor_release(tb);
+    bp_tensor_release(out);
+}
+
+/* softmax of rows holding -inf and NaN: a row of -inf is 0, -inf entries are 0, a NaN
+ * makes its row NaN; with causal, a row whose kept logits are all -inf is 0 and a NaN
+ * among the masked ones changes nothing. */
+static void test_softmax_nonfinite(void **state) {
+    ctx x = begin(state);
+    for (int causal = 0; causal <= 1; causal++) {
+        bp_ref_shape s = S2(6, 9);
+        double v[54];
+        for (int i = 0; i < 54; i++)
+            v[i] = bp_ref_round(rand_real(&x, -4, 4), x.dt);
+        for (int j = 0; j < 9; j++)
+            v[j] = -INFINITY; /* row 0: all -inf */
+        v[9 + 2] = v[9 + 5] = -INFINITY;
+        v[18 + (causal ? 1 : 4)] = NAN; /* row 2: a NaN (kept) */
+        v[27] = -INFINITY, v[27 + 6] = NAN; /* row 3: causal keeps j <= 3 */
+        v[36] = v[37] = -INFINITY;
+        int64_t shape[2] = {6, 9};
+        bp_tensor *a = bp_test_tensor_from_values(bp_conf.device, x.dt, 2, shape, v);
+        bp_tensor *out = NULL;
+        BP_CONF_OK(bp_softmax(a, 1.0f, causal, &out));
+        bp_ref_result want = bp_ref_softmax(v, s, 1.0f, causal);
+        char what[160];
+        describe(what, sizeof what, "softmax %s of rows with -inf and NaN, causal %d",
+                 bp_dtype_name(x.dt), causal);
+        check_new(what, out, x.dt, s, want);
+        bp_ref_free(&want);
+        bp_tensor_release(a);
+        bp_tensor_release(out);
+    }
+}
+
+/* sdpa (causal) where keys give -inf scores (a -inf in k against a positive q) and NaN
+ * ones: query rows that see only -inf keys are 0, -inf keys get no weight, a NaN key
+ * poisons the rows that see it and no other, a NaN query its own row. Head dims 16 and
+ * 64 (the flash kernels' size). */
+static void test_sdpa_nonfinite(void **state) {
+    ctx x = begin(state);
+    const int64_t dims[2] = {16, 64};
+    for (int c = 0; c < 2; c++) {
+        bp_ref_sdpa_dims n = {1, 2, 1, 20, 20, dims[c]};
+        int64_t qn = n.h * n.sq * n.d, kn = n.hkv * n.sk * n.d;
+        double *q = bp_test_alloc_values(qn), *k = bp_test_alloc_values(kn),
+               *v = bp_test_alloc_values(kn);
+        for (int64_t i = 0; i < qn; i++)
+            q[i] = bp_ref_round(i % n.d == 0 ? rand_real(&x, 0.5, 1) : rand_real(&x, -1, 1),
+                                x.dt);
+        for (int64_t i = 0; i < kn; i++) {
+            k[i] = bp_ref_round(rand_real(&x, -1, 1), x.dt);
+            v[i] = bp_ref_round(rand_real(&x, -1, 1), x.dt);
+        }
+        k[0 * n.d] = k[1 * n.d] = -INFINITY;  /* rows 0, 1 see only these: 0 */
+        k[5 * n.d] = -INFINITY;               /* no weight */
+        k[12 * n.d + 3] = NAN;                /* rows 12.. are NaN, rows before are not */
+        q[(n.sq + 7) * n.d + 2] = NAN;        /* head 1, row 7 */
+        int64_t qs[4] = {1, n.h, n.sq, n.d}, ks[4] = {1, n.hkv, n.sk, n.d};
+        bp_tensor *tq = bp_test_tensor_from_values(bp_conf.device, x.dt, 4, qs, q);
+        bp_tensor *tk = bp_test_tensor_from_values(bp_conf.device, x.dt, 4, ks, k);
+        bp_tensor *tv = bp_test_tensor_from_values(bp_conf.device, x.dt, 4, ks, v), *out = NULL;
+        bp_sdpa_attrs attrs = {.causal = 1};
+        BP_CONF_OK(bp_sdpa(tq, tk, tv, NULL, &attrs, &out));
+        bp_ref_result want = bp_ref_sdpa(n, &attrs, bp_ref_view4_contiguous(q, n.h, n.sq, n.d),
+                                         bp_ref_view4_contiguous(k, n.hkv, n.sk, n.d),
+                                         bp_ref_view4_contiguous(v, n.hkv, n.sk, n.d), NULL,
+                                         x.dt);
+        char what[160];
+        describe(what, sizeof what, "sdpa %s causal, d %lld, keys giving -inf and NaN scores",
+                 bp_dtype_name(x.dt), (long long)n.d);
+        check_new(what, out, x.dt, S4(1, n.h, n.sq, n.d), want);
+        bp_ref_free(&want);
+        bp_tensor *all[] = {tq, tk, tv, out};
+        for (int i = 0; i < 4; i++)
+            bp_tensor_release(all[i]);
+        free(q);
+        free(k);
+        free(v);
+    }
+}
+
 /* ---- the group ---- */
 
 static const char checks_fill[] =
@@ -963,6 +1370,16 @@ static const char checks_matmul[] =
     "matmul matches the reference with transposes, batch broadcasting, K = 0, strided views";
 static const char checks_sdpa[] =
     "sdpa matches the reference for causal, window, softcap, ALiBi and grouped-query heads";
+static const char checks_round_copy[] =
+    "copy from every float and integer dtype rounds once to nearest even, bit for bit";
+static const char checks_round_binary[] =
+    "results at and next to rounding ties, subnormal, overflowing: nearest even, bit for bit";
+static const char checks_long[] =
+    "a reduction over K = 4096 half values is within the f32 accumulation's bound";
+static const char checks_i64_wide[] =
+    "i64 results on values near 2^61 with odd low bits are exact (no trip through double)";
+static const char checks_nonfinite[] =
+    "-inf rows give 0, -inf entries no weight, NaN poisons its row, a masked NaN nothing";
 
 /* One test "<op>_<dtype>" running fn on that pair. */
 #define OP_TEST(op, dt, DT, fn, checks) \
@@ -976,6 +1393,33 @@ static const char checks_sdpa[] =
     FLOAT_DTYPES(X, op, fn, checks) X(op, f64, F64, fn, checks) X(op, i8, I8, fn, checks)   \
     X(op, u8, U8, fn, checks) X(op, i32, I32, fn, checks) X(op, i64, I64, fn, checks)       \
     X(op, bool, BOOL, fn, checks)
+
+/* A numerics test "<op>_<dtype>_<what>" running fn on that pair. */
+#define NUMERICS_TEST(op, dt, DT, what, fn, checks) \
+    {#op "_" #dt "_" #what, fn, checks, &(op_case){#op, BP_DTYPE_##DT}},
+#define HALF_DTYPES(op, what, fn, checks) \
+    NUMERICS_TEST(op, f16, F16, what, fn, checks) NUMERICS_TEST(op, bf16, BF16, what, fn, checks)
+
+/* The numerics tests, after the pairs' own. */
+#define NUMERICS_TESTS                                                              \
+    NUMERICS_TEST(copy, f32, F32, ties, test_round_copy, checks_round_copy)        \
+    HALF_DTYPES(copy, ties, test_round_copy, checks_round_copy)                     \
+    HALF_DTYPES(add, ties, test_round_binary, checks_round_binary)                  \
+    HALF_DTYPES(sub, ties, test_round_binary, checks_round_binary)                  \
+    HALF_DTYPES(mul, ties, test_round_binary, checks_round_binary)                  \
+    HALF_DTYPES(div, ties, test_round_binary, checks_round_binary)                  \
+    HALF_DTYPES(scale, ties, test_round_scale, checks_round_binary)                 \
+    HALF_DTYPES(sum, long, test_long_reduce, checks_long)                           \
+    HALF_DTYPES(mean, long, test_long_reduce, checks_long)                          \
+    HALF_DTYPES(matmul, long, test_long_reduce, checks_long)                        \
+    NUMERICS_TEST(add, i64, I64, wide, test_i64_wide, checks_i64_wide)             \
+    NUMERICS_TEST(sub, i64, I64, wide, test_i64_wide, checks_i64_wide)             \
+    NUMERICS_TEST(mul, i64, I64, wide, test_i64_wide, checks_i64_wide)             \
+    NUMERICS_TEST(sum, i64, I64, wide, test_i64_wide, checks_i64_wide)             \
+    NUMERICS_TEST(copy, i64, I64, wide, test_i64_wide, checks_i64_wide)            \
+    FLOAT_DTYPES(NONFINITE, softmax, test_softmax_nonfinite, checks_nonfinite)     \
+    FLOAT_DTYPES(NONFINITE, sdpa, test_sdpa_nonfinite, checks_nonfinite)
+#define NONFINITE(op, dt, DT, fn, checks) NUMERICS_TEST(op, dt, DT, nonfinite, fn, checks)
 
 /* The pairs of ops/cpu/<file>.list, in the order of docs/ops.md's dtype table. */
 static const bp_conf_test ops_tests[] = {
@@ -1001,6 +1445,7 @@ static const bp_conf_test ops_tests[] = {
     FLOAT_DTYPES(OP_TEST, rope, test_rope, checks_rope)
     FLOAT_DTYPES(OP_TEST, matmul, test_matmul, checks_matmul)
     FLOAT_DTYPES(OP_TEST, sdpa, test_sdpa, checks_sdpa)
+    NUMERICS_TESTS
 };
 
 const bp_conf_group bp_conf_group_ops = {

@@ -28,7 +28,7 @@ static void store(void *buf, bp_dtype dtype, int64_t i, double v) {
     case BP_DTYPE_F32: ((float *)buf)[i] = (float)v; break;
     case BP_DTYPE_F64: ((double *)buf)[i] = v; break;
     case BP_DTYPE_F16: {
-        _Float16 h = (_Float16)v;
+        _Float16 h = (_Float16)bp_ref_round(v, BP_DTYPE_F16); /* exact: one rounding */
         memcpy((uint16_t *)buf + i, &h, 2);
         break;
     }
@@ -107,6 +107,18 @@ bp_tensor *bp_test_random_tensor(bp_device *dev, bp_dtype dtype, int ndim, const
         *values = vals;
     else
         free(vals);
+    return t;
+}
+
+bp_tensor *bp_test_tensor_from_values(bp_device *dev, bp_dtype dtype, int ndim,
+                                      const int64_t *shape, const double *values) {
+    int64_t n = numel_of(ndim, shape);
+    void *buf = malloc(n > 0 ? (size_t)n * bp_dtype_size(dtype) : 1);
+    for (int64_t i = 0; i < n; i++)
+        store(buf, dtype, i, values[i]);
+    bp_tensor *t = NULL;
+    check_ok(bp_tensor_from_host(dev, dtype, ndim, shape, buf, &t), "bp_tensor_from_host");
+    free(buf);
     return t;
 }
 

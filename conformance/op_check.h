@@ -20,6 +20,11 @@ extern const bp_dtype bp_test_all_dtypes[BP_DTYPE_COUNT];
 bp_tensor *bp_test_random_tensor(bp_device *dev, bp_dtype dtype, int ndim, const int64_t *shape,
                                  uint64_t seed, double lo, double hi, double **values);
 
+/* A contiguous tensor on `dev` holding `values` (row-major, numel of shape of them)
+ * stored in dtype: floats rounded to nearest even, integers truncated (they must fit). */
+bp_tensor *bp_test_tensor_from_values(bp_device *dev, bp_dtype dtype, int ndim,
+                                      const int64_t *shape, const double *values);
+
 /* The tensor's elements in row-major order, converted to double (malloc'ed). */
 double *bp_test_tensor_values(const bp_tensor *t);
 

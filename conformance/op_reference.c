@@ -292,19 +292,22 @@ bp_ref_result bp_ref_reduce(bp_ref_reduce_op op, const double *x, bp_ref_shape s
  *         its argument (the f32 roundings of s_j, of s_j - max, and of a scale or
  *         log2 e folded in) and from exp itself;
  *   S is a sum of K positive terms: relative error g(K) + sum e_j a_j / S;
- *   y_j = e_j / S: mag_j = y_j (a_j + that + 2). NaN logits make the row NaN. */
+ *   y_j = e_j / S: mag_j = y_j (a_j + that + 2). A NaN among the kept logits makes
+ * the kept ones NaN. */
 static void softmax_row(const double *s, const bool *keep, const double *err, int64_t n,
                         double *y, double *mag) {
     double m = -INFINITY, sum = 0, weighted = 0;
     int64_t kept = 0;
+    bool nan = false;
     for (int64_t j = 0; j < n; j++)
         if (!keep || keep[j]) {
             m = fmax(m, s[j]);
+            nan |= isnan(s[j]);
             kept++;
         }
     for (int64_t j = 0; j < n; j++) {
-        bool in = (!keep || keep[j]) && m != -INFINITY;
-        y[j] = in ? exp(s[j] - m) : 0;
+        bool in = (!keep || keep[j]) && (m != -INFINITY || nan);
+        y[j] = in ? (nan ? NAN : exp(s[j] - m)) : 0;
         mag[j] = 0;
         if (in && y[j] != 0)
             mag[j] = (err ? err[j] : 0) + BP_EPS_TRANSCENDENTAL +
@@ -314,12 +317,11 @@ static void softmax_row(const double *s, const bool *keep, const double *err, in
             weighted += y[j] * mag[j];
     }
     double sum_err = bp_growth((double)kept) + weighted / sum;
-    for (int64_t j = 0; j < n; j++) {
-        if (m == -INFINITY) /* no key kept or all -inf: zeros */
-            continue;
-        y[j] /= sum;
-        mag[j] = y[j] != 0 || isnan(y[j]) ? y[j] * (mag[j] + sum_err + 2) : 0;
-    }
+    for (int64_t j = 0; j < n; j++)
+        if (y[j] != 0) { /* not masked, not -inf, and the row not all -inf */
+            y[j] /= sum;
+            mag[j] = y[j] * (mag[j] + sum_err + 2);
+        }
 }
 
 bp_ref_result bp_ref_softmax(const double *x, bp_ref_shape s, float scale, int causal) {
