@@ -106,6 +106,10 @@ bp_conformance_defect(copy_drops_byte memory copy_sizes_and_offsets "")
 bp_conformance_defect(alloc_overlap allocator live_blocks_disjoint "")
 bp_conformance_defect(softmax_no_max ops softmax_f32 "")
 bp_conformance_defect(guard_no_restore guards backend_follows_nested_guards "")
+# Numerics: rounding, accumulation and non-finite rows (docs/ops.md "Numerics").
+bp_conformance_defect(bf16_round_truncates ops add_bf16_ties "")
+bp_conformance_defect(sum_half_accumulate ops sum_f16_long "")
+bp_conformance_defect(softmax_neg_inf_nan ops softmax_f32_nonfinite "")
 # Isolation: a crash and a hang fail their test, and the rest of the suite still runs
 # (these two run every group, so the groups after the broken one must report).
 bp_conformance_test(conformance_defect_oom_abort EXIT 1 DEFECT oom_abort
