@@ -1,6 +1,6 @@
 /* Elementwise ops on the cpu device against the float64 references of op_reference.h
- * computed from the rounded inputs, compared with the per-dtype tolerances of
- * tolerances.h (no accumulation: terms = 1). Covers broadcasting, zero-size and size-1
+ * computed from the rounded inputs, within the error bounds of tolerances.h (one f32
+ * operation, or a transcendental's few ulps). Covers broadcasting, zero-size and size-1
  * shapes, non-contiguous inputs and outputs, in-place _out, the parallel path, and
  * every argument error with its message. */
 #include <setjmp.h>

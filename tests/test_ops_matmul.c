@@ -1,5 +1,5 @@
 /* matmul on the cpu device against the float64 reference of op_reference.h computed
- * from the rounded inputs, compared with the tolerances of tolerances.h (terms = K).
+ * from the rounded inputs, within the error bounds of tolerances.h (g(K) sum |a b|).
  * Covers every float dtype, shapes that are not multiples of the kernels' blocks, zero-
  * size and size-1 dims, transposes, batch broadcasting, non-contiguous inputs and
  * outputs (including strides BLAS cannot take), and every argument error with its

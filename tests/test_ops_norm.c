@@ -1,7 +1,7 @@
 /* rmsnorm, layernorm and rope on the cpu device against the float64 references of
- * op_reference.h computed from the rounded inputs, compared with the per-dtype
- * tolerances of tolerances.h (terms = the row length D for the norms; rope accumulates
- * nothing). Covers optional weight/bias, zero-size and size-1 shapes, non-contiguous
+ * op_reference.h computed from the rounded inputs, within the error bounds of
+ * tolerances.h (the norms accumulate rows of length D; rope accumulates nothing).
+ * Covers optional weight/bias, zero-size and size-1 shapes, non-contiguous
  * inputs and outputs, rows enough for the worker pool, large positions, and the
  * argument errors. */
 #include <setjmp.h>

@@ -1,7 +1,6 @@
 /* sum, max, mean and softmax on the cpu device against the float64 references of
- * op_reference.h computed from the rounded inputs, compared with the per-dtype
- * tolerances of tolerances.h with terms = the length of the reduced dim (softmax: of
- * the row). Covers every dim (negative too), keepdim on and off, zero-size, size-1 and
+ * op_reference.h computed from the rounded inputs, within the error bounds of
+ * tolerances.h (g(K) sum |x| over the reduced dim; softmax: its row's sum). Covers every dim (negative too), keepdim on and off, zero-size, size-1 and
  * scalar shapes, non-contiguous inputs, rows long enough for the worker pool and for
  * f32 rounding to matter, causal masks, large logits, and the argument errors. */
 #include <setjmp.h>

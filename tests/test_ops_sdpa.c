@@ -1,6 +1,6 @@
 /* sdpa on the cpu device against the float64 reference of op_reference.h computed from
  * the rounded inputs: softmax(q k^T * scale, softcapped, plus ALiBi, masked) v, with a
- * fully masked row giving 0; compared with the tolerances of tolerances.h (terms = Sk).
+ * fully masked row giving 0; within the error bounds of tolerances.h.
  * Covers every float dtype and every combination of causal, sliding window, ALiBi,
  * softcap and grouped-query heads, default and custom scales, shapes that are not
  * multiples of the kernel's blocks, zero-size and size-1 dims, non-contiguous inputs
