@@ -28,7 +28,7 @@ static void store(void *buf, bp_dtype dtype, int64_t i, double v) {
     case BP_DTYPE_F32: ((float *)buf)[i] = (float)v; break;
     case BP_DTYPE_F64: ((double *)buf)[i] = v; break;
     case BP_DTYPE_F16: {
-        _Float16 h = (_Float16)v;
+        _Float16 h = (_Float16)bp_ref_round(v, BP_DTYPE_F16); /* exact: one rounding */
         memcpy((uint16_t *)buf + i, &h, 2);
         break;
     }
@@ -110,6 +110,18 @@ bp_tensor *bp_test_random_tensor(bp_device *dev, bp_dtype dtype, int ndim, const
     return t;
 }
 
+bp_tensor *bp_test_tensor_from_values(bp_device *dev, bp_dtype dtype, int ndim,
+                                      const int64_t *shape, const double *values) {
+    int64_t n = numel_of(ndim, shape);
+    void *buf = malloc(n > 0 ? (size_t)n * bp_dtype_size(dtype) : 1);
+    for (int64_t i = 0; i < n; i++)
+        store(buf, dtype, i, values[i]);
+    bp_tensor *t = NULL;
+    check_ok(bp_tensor_from_host(dev, dtype, ndim, shape, buf, &t), "bp_tensor_from_host");
+    free(buf);
+    return t;
+}
+
 double *bp_test_tensor_values(const bp_tensor *t) {
     int64_t n = bp_tensor_numel(t);
     bp_dtype dtype = bp_tensor_dtype(t);
@@ -123,18 +135,23 @@ double *bp_test_tensor_values(const bp_tensor *t) {
     return vals;
 }
 
-/* 0 when got is within the tolerance of want, else how far it is off in multiples of
- * the allowed error (> 1), to pick the worst failure. A NaN where a number is expected
- * (or the reverse) and a wrong inf are infinitely far. */
-static double badness(double got, double want, bp_tolerance tol) {
+/* 0 when got is within the bound of want, else how far it is off in multiples of the
+ * bound (> 1), to pick the worst failure. A NaN where a number is expected (or the
+ * reverse), a wrong inf and any difference from an exact result are infinitely far. */
+static double badness(double got, double want, double bound) {
     if (isnan(want) || isnan(got))
         return isnan(want) && isnan(got) ? 0 : INFINITY;
     if (isinf(want) || isinf(got))
         return got == want ? 0 : INFINITY;
-    double allowed = tol.atol + tol.rtol * fabs(want), err = fabs(got - want);
-    if (err <= allowed)
+    double err = fabs(got - want);
+    if (err <= bound)
         return 0;
-    return allowed > 0 ? err / allowed : INFINITY;
+    return bound > 0 ? err / bound : INFINITY;
+}
+
+/* mag[i] of want, -1 (exact) without magnitudes. */
+static double mag_of(bp_ref_result want, int64_t i) {
+    return want.mag ? want.mag[i] : -1;
 }
 
 /* "[i, j, k]": the coordinates of row-major element `index` of `shape`. */
@@ -152,43 +169,66 @@ static void format_coords(char *buf, size_t size, const bp_ref_shape *shape, int
         snprintf(buf + len, size - len, "]");
 }
 
-/* The comparison of bp_test_assert_close; shape (may be NULL) only adds coordinates
- * to the message. Every element is looked at, so the message gives the worst. */
-static void assert_close(const char *what, const double *got, const double *want, int64_t n,
-                         const bp_ref_shape *shape, bp_dtype dtype, double terms) {
-    bp_tolerance tol = bp_tolerance_for(dtype, terms);
-    int64_t bad = 0, worst = -1;
+/* Counts the elements of got out of bounds, and gives the worst in *worst (-1: none). */
+static int64_t count_bad(const double *got, bp_ref_result want, int64_t n, bp_dtype dtype,
+                         int64_t *worst) {
+    int64_t bad = 0;
     double worst_badness = 0;
+    *worst = -1;
     for (int64_t i = 0; i < n; i++) {
-        double b = badness(got[i], want[i], tol);
+        double b = badness(got[i], want.v[i], bp_error_bound(dtype, want.v[i], mag_of(want, i)));
         if (b > 0) {
             bad++;
             if (b > worst_badness) {
-                worst = i;
+                *worst = i;
                 worst_badness = b;
             }
         }
     }
+    return bad;
+}
+
+int64_t bp_test_count_out_of_bounds(const double *got, bp_ref_result want, int64_t n,
+                                    bp_dtype dtype) {
+    int64_t worst;
+    return count_bad(got, want, n, dtype, &worst);
+}
+
+/* The comparison of bp_test_assert_close; shape (may be NULL) only adds coordinates
+ * to the message. Every element is looked at, so the message gives the worst. */
+static void assert_close(const char *what, const double *got, bp_ref_result want, int64_t n,
+                         const bp_ref_shape *shape, bp_dtype dtype, const char *file,
+                         int line) {
+    int64_t worst;
+    int64_t bad = count_bad(got, want, n, dtype, &worst);
     if (bad == 0)
         return;
-    char coords[160] = "";
+    char coords[160] = "", bound[160];
     if (shape)
         format_coords(coords, sizeof coords, shape, worst);
-    fail_msg("%s (%s): %lld of %lld elements out of tolerance; worst: element %lld%s%s is %.9g, "
-             "expected %.9g (error %.3g > atol %.3g + rtol %.3g * |expected|)", what,
-             bp_dtype_name(dtype), (long long)bad, (long long)n, (long long)worst,
-             shape ? " at " : "", coords, got[worst], want[worst], fabs(got[worst] - want[worst]),
-             tol.atol, tol.rtol);
+    double w = want.v[worst], m = mag_of(want, worst);
+    if (m < 0)
+        snprintf(bound, sizeof bound, "the result is exact");
+    else
+        snprintf(bound, sizeof bound, "bound %.3g = 2^-24 * g(K)*M %.3g + eps_out %.3g * "
+                 "|expected| + floor %.3g", bp_error_bound(dtype, w, m), m, bp_eps_out(dtype),
+                 bp_underflow_floor(dtype));
+    print_error("ERROR: %s (%s): %lld of %lld elements out of bounds; worst: element %lld%s%s is "
+                "%.9g, expected %.9g (error %.3g; %s)\n", what, bp_dtype_name(dtype),
+                (long long)bad, (long long)n, (long long)worst, shape ? " at " : "", coords,
+                got[worst], w, fabs(got[worst] - w), bound);
+    _fail(file, line);
 }
 
-void bp_test_assert_close(const char *what, const double *got, const double *want, int64_t n,
-                          bp_dtype dtype, double terms) {
-    assert_close(what, got, want, n, NULL, dtype, terms);
+void bp_test_assert_close_at(const char *what, const double *got, bp_ref_result want, int64_t n,
+                             bp_dtype dtype, const char *file, int line) {
+    assert_close(what, got, want, n, NULL, dtype, file, line);
 }
 
-void bp_test_assert_close_shaped(const char *what, const double *got, const double *want,
-                                 bp_ref_shape shape, bp_dtype dtype, double terms) {
-    assert_close(what, got, want, bp_ref_numel(shape), &shape, dtype, terms);
+void bp_test_assert_close_shaped_at(const char *what, const double *got, bp_ref_result want,
+                                    bp_ref_shape shape, bp_dtype dtype, const char *file,
+                                    int line) {
+    assert_close(what, got, want, bp_ref_numel(shape), &shape, dtype, file, line);
 }
 
 double *bp_test_alloc_values(int64_t n) {
@@ -208,11 +248,15 @@ void bp_test_assert_shape(const bp_tensor *t, bp_ref_shape s) {
         assert_int_equal(bp_tensor_size(t, i), s.d[i]);
 }
 
-void bp_test_check_tensor(const char *what, const bp_tensor *t, const double *want, int64_t n,
-                          double terms) {
-    assert_int_equal(bp_tensor_numel(t), n);
+void bp_test_check_tensor_at(const char *what, const bp_tensor *t, bp_ref_result want, int64_t n,
+                             const char *file, int line) {
+    if (bp_tensor_numel(t) != n) {
+        print_error("ERROR: %s: the result has %lld elements, expected %lld\n", what,
+                    (long long)bp_tensor_numel(t), (long long)n);
+        _fail(file, line);
+    }
     double *got = bp_test_tensor_values(t);
-    assert_close(what, got, want, n, NULL, bp_tensor_dtype(t), terms);
+    assert_close(what, got, want, n, NULL, bp_tensor_dtype(t), file, line);
     free(got);
 }
 

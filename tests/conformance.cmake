@@ -169,6 +169,10 @@ bp_conformance_test(conformance_defect_softmax_long_rows EXIT 1 DEFECT softmax_l
 bp_conformance_test(conformance_defect_softmax_long_rows_quick EXIT 0 DEFECT softmax_long_rows
   EXPECT "PASS  ops\\.softmax_f32"
   ARGS --device broken --plugin ${bp_broken_plugin} --filter "ops.softmax_f32")
+# Numerics: rounding, accumulation and non-finite rows (docs/ops.md "Numerics").
+bp_conformance_defect(bf16_round_truncates ops add_bf16_ties "")
+bp_conformance_defect(sum_half_accumulate ops sum_f16_long "")
+bp_conformance_defect(softmax_neg_inf_nan ops softmax_f32_nonfinite "")
 # Isolation: a crash and a hang fail their test, and the rest of the suite still runs
 # (these two run every group, so the groups after the broken one must report).
 bp_conformance_test(conformance_defect_oom_abort EXIT 1 DEFECT oom_abort

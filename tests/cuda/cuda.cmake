@@ -17,7 +17,7 @@ add_dependencies(test_cuda bp_cuda)
 # The one test that needs two GPUs, as its own entry: skipped with one GPU, while
 # test_cuda reports the rest as run.
 add_test(NAME test_cuda_peer_copy COMMAND ${bp_cuda_skip} $<TARGET_FILE:test_cuda> test_peer_copy)
-# The whole conformance suite on cuda:0, and the demo on cuda:0 within tolerance.
+# The whole conformance suite on cuda:0, and the demo on cuda:0 within its error bounds.
 add_test(NAME conformance_cuda COMMAND ${bp_cuda_skip} ${CMAKE_COMMAND}
   -DEXE=$<TARGET_FILE:bp-conformance> -DARGS=--device\;cuda:0\;--junit\;JUNIT -DEXIT=0
   -DEXPECT=PASS\ \ ops\\.sdpa_bf16 -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/conformance_cuda

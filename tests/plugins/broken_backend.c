@@ -6,8 +6,9 @@
  * devices are backed by cpu device 0, opened once, and every vtable function forwards
  * to the cpu one with the wrapped handle. Each device has its own handle and index,
  * and its streams, events and allocations remember which device they belong to. It
- * registers f32 kernels for fill, copy, add and softmax that run as host functions
- * on the wrapped cpu stream, and a guard that keeps a thread-local current device.
+ * registers f32 kernels for fill, copy, add and softmax, a bf16 add and an f16 sum,
+ * that run as host functions on the wrapped cpu stream, and a guard that keeps a
+ * thread-local current device.
  *
  * BP_BROKEN_DEFECT=<name>, read at init, switches one defect on (unset or empty: none;
  * an unknown name fails init with the list of names):
@@ -41,6 +42,11 @@
  *                     output view's last element
  *   softmax_long_rows the f32 softmax of rows of >= 2048 elements (a "tuned" long-row
  *                     path) normalizes by the sum of the row's first 1024 only
+ *   bf16_round_truncates  add bf16 truncates its f32 result instead of rounding it
+ *                     to nearest even
+ *   sum_half_accumulate  sum f16 accumulates in f16 (each partial sum rounded)
+ *   softmax_neg_inf_nan  softmax f32 gives NaN for a row whose kept logits are all
+ *                     -inf (it subtracts the max unguarded: -inf - -inf)
  *
  * BROKEN_GUARD_ABI_1_0 builds a copy that declares ABI 1.1 and a guard table of the
  * 1.0 size: the host must not see its get_current (the loader tests).
@@ -97,6 +103,9 @@ typedef enum broken_defect {
     DEFECT_QUERY_IGNORES_WAITS,
     DEFECT_ADD_WRITES_PAST_END,
     DEFECT_SOFTMAX_LONG_ROWS,
+    DEFECT_BF16_ROUND_TRUNCATES,
+    DEFECT_SUM_HALF_ACCUMULATE,
+    DEFECT_SOFTMAX_NEG_INF_NAN,
     DEFECT_COUNT
 } broken_defect;
 
@@ -135,6 +144,11 @@ static const struct {
                                     "add f32 also writes the element past its output's last"},
     [DEFECT_SOFTMAX_LONG_ROWS] = {"softmax_long_rows",
                                   "softmax f32 of rows >= 2048 sums only the first 1024"},
+    [DEFECT_BF16_ROUND_TRUNCATES] = {"bf16_round_truncates",
+                                     "add bf16 truncates instead of rounding to nearest even"},
+    [DEFECT_SUM_HALF_ACCUMULATE] = {"sum_half_accumulate", "sum f16 accumulates in f16"},
+    [DEFECT_SOFTMAX_NEG_INF_NAN] = {"softmax_neg_inf_nan",
+                                    "softmax f32 gives NaN for an all -inf row"},
 };
 
 /* ---- state ---- */
@@ -748,7 +762,7 @@ static bp_status broken_get_current(void *backend, int *out_index) {
  * from its own strides, where an input that broadcasts (fewer dims, or a dim of 1)
  * has stride 0. */
 
-typedef enum kernel_op { OP_FILL, OP_COPY, OP_ADD, OP_SOFTMAX } kernel_op;
+typedef enum kernel_op { OP_FILL, OP_COPY, OP_ADD, OP_SOFTMAX, OP_SUM } kernel_op;
 
 typedef struct kernel_job {
     kernel_op op;
@@ -761,6 +775,10 @@ typedef struct kernel_job {
     bool softmax_no_max;
     bool add_writes_past_end;
     bool softmax_long_rows;
+    bool softmax_neg_inf_nan;
+    bool round_truncates;   /* bf16 results truncated */
+    bool half_accumulate;   /* sums accumulated in the (f16) dtype */
+    bp_reduce_attrs reduce; /* sum: dim (normalised) and keepdim */
 } kernel_job;
 
 /* One row of the walk: where it starts in each operand (0: the output, then the
@@ -912,11 +930,57 @@ static void copy_row(const kernel_job *job, const row_view *r) {
         y[j * r->stride[0]] = load_as_float(r->ptr[1] + j * step, from);
 }
 
+/* f32 to f16 bits, rounded to nearest even (overflow to inf, gradual underflow). */
+static uint16_t float_to_half(float f) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    uint16_t sign = (uint16_t)((bits >> 16) & 0x8000u);
+    float a = fabsf(f);
+    if (isnan(f))
+        return (uint16_t)(sign | 0x7e00u);
+    if (a >= 65520.0f) /* at or past the tie above the largest: inf */
+        return (uint16_t)(sign | 0x7c00u);
+    if (a < 0x1p-14f) /* subnormal: a multiple of 2^-24, rounded by the f32 add */
+        return (uint16_t)(sign | (uint16_t)lrintf(a * 0x1p24f));
+    int e;
+    float m = frexpf(a, &e); /* a = m 2^e, m in [0.5, 1) */
+    uint32_t q = (uint32_t)lrintf(m * 2048.0f); /* 11 bits, to nearest even */
+    if (q == 2048)
+        q = 1024, e++;
+    if (e + 14 > 30)
+        return (uint16_t)(sign | 0x7c00u);
+    return (uint16_t)(sign | (uint16_t)((e + 14) << 10) | (uint16_t)(q & 0x3ffu));
+}
+
+/* f32 to bf16 bits: to nearest even, or truncated (the round_truncates defect). */
+static uint16_t float_to_bf16(float f, bool truncate) {
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    if (isnan(f))
+        return (uint16_t)((bits >> 16) | 0x40u);
+    if (!truncate)
+        bits += 0x7fffu + ((bits >> 16) & 1u);
+    return (uint16_t)(bits >> 16);
+}
+
+/* Stores v into element `p` of a float dtype (f32, f16, bf16). */
+static void store_float(char *p, bp_dtype dtype, float v, bool truncate) {
+    if (dtype == BP_DTYPE_F32) {
+        memcpy(p, &v, sizeof v);
+    } else {
+        uint16_t h = dtype == BP_DTYPE_F16 ? float_to_half(v) : float_to_bf16(v, truncate);
+        memcpy(p, &h, sizeof h);
+    }
+}
+
 static void add_row(const kernel_job *job, const row_view *r) {
-    float *y = (float *)r->ptr[0];
-    const float *a = (const float *)r->ptr[1], *b = (const float *)r->ptr[2];
-    for (int64_t j = 0; j < r->n; j++)
-        y[j * r->stride[0]] = a[j * r->stride[1]] + b[j * r->stride[2]];
+    const bp_dtype dt = job->out.dtype;
+    const int64_t size = (int64_t)dtype_size(dt);
+    for (int64_t j = 0; j < r->n; j++) {
+        float a = load_as_float(r->ptr[1] + j * r->stride[1] * size, dt);
+        float b = load_as_float(r->ptr[2] + j * r->stride[2] * size, dt);
+        store_float(r->ptr[0] + j * r->stride[0] * size, dt, a + b, job->round_truncates);
+    }
 }
 
 /* softmax_no_max: exp of the raw logits in f32, which overflows to inf above ~88. */
@@ -958,7 +1022,7 @@ static void softmax_row(const kernel_job *job, const row_view *r) {
         if (v > m || isnan(v))
             m = v;
     }
-    if (m == -INFINITY)
+    if (m == -INFINITY && !job->softmax_neg_inf_nan)
         kept = 0;
     /* softmax_long_rows: the long-row path keeps only its first block's partial sum. */
     int64_t summed = job->softmax_long_rows && r->n >= 2048 && kept > 1024 ? 1024 : kept;
@@ -979,6 +1043,39 @@ static void write_past_end(const kernel_job *job) {
     for (int d = 0; d < job->out.ndim; d++)
         last += (job->out.shape[d] - 1) * job->out.strides[d];
     y[last + 1] = y[last];
+/* sum over dim of the input: every output element walks its line of the input (any
+ * strides), accumulating in f32, or in the f16 dtype (half_accumulate). */
+static void run_sum(const kernel_job *job) {
+    const bp_tensor_desc *x = &job->in[0], *y = &job->out;
+    const int dim = job->reduce.dim, nd = x->ndim;
+    const int64_t len = nd ? x->shape[dim] : 1, xstep = nd ? x->strides[dim] : 0;
+    const size_t xs = dtype_size(x->dtype), ys = dtype_size(y->dtype);
+    int64_t index[BP_KERNEL_MAX_DIMS] = {0}, outputs = 1;
+    for (int d = 0; d < nd; d++)
+        outputs *= d == dim ? 1 : x->shape[d];
+    for (int64_t o = 0; o < outputs; o++) {
+        int64_t xoff = 0, yoff = 0;
+        for (int d = 0, od = 0; d < nd; d++) {
+            xoff += index[d] * x->strides[d];
+            if (d != dim || job->reduce.keepdim)
+                yoff += index[d] * y->strides[od++];
+        }
+        float acc = 0.0f;
+        for (int64_t j = 0; j < len; j++) {
+            acc += load_as_float((const char *)x->data + (xoff + j * xstep) * (int64_t)xs,
+                                 x->dtype);
+            if (job->half_accumulate)
+                acc = half_to_float(float_to_half(acc));
+        }
+        store_float((char *)y->data + yoff * (int64_t)ys, y->dtype, acc, false);
+        for (int d = nd - 1; d >= 0; d--) { /* odometer, skipping dim */
+            if (d == dim)
+                continue;
+            if (++index[d] < x->shape[d])
+                break;
+            index[d] = 0;
+        }
+    }
 }
 
 static void run_job(void *arg) {
@@ -988,6 +1085,10 @@ static void run_job(void *arg) {
     for_each_row(job, rows[job->op]);
     if (job->add_writes_past_end)
         write_past_end(job);
+    if (job->op == OP_SUM)
+        run_sum(job);
+    else
+        for_each_row(job, rows[job->op]);
     free(job);
 }
 
@@ -1027,6 +1128,12 @@ static bp_status enqueue_job(const bp_kernel_call *call, kernel_op op) {
         job->softmax_long_rows = has(b, DEFECT_SOFTMAX_LONG_ROWS);
     }
     job->add_writes_past_end = op == OP_ADD && has(b, DEFECT_ADD_WRITES_PAST_END);
+        job->softmax_neg_inf_nan = has(b, DEFECT_SOFTMAX_NEG_INF_NAN);
+    }
+    if (op == OP_SUM && call->attrs)
+        job->reduce = *(const bp_reduce_attrs *)call->attrs;
+    job->round_truncates = has(b, DEFECT_BF16_ROUND_TRUNCATES);
+    job->half_accumulate = has(b, DEFECT_SUM_HALF_ACCUMULATE);
     bp_status st = b->cpu->stream->enqueue_host(s->cpu, run_job, job);
     if (st != BP_OK)
         free(job);
@@ -1039,20 +1146,24 @@ static bp_status add_kernel(const bp_kernel_call *call) { return enqueue_job(cal
 static bp_status softmax_kernel(const bp_kernel_call *call) {
     return enqueue_job(call, OP_SOFTMAX);
 }
+static bp_status sum_kernel(const bp_kernel_call *call) { return enqueue_job(call, OP_SUM); }
 
 static bp_status register_kernels(const bp_host_services *host) {
     static const struct {
         const char *op;
+        bp_dtype dtype;
         bp_kernel_fn fn;
     } kernels[] = {
-        {"fill", fill_kernel},
-        {"copy", copy_kernel},
-        {"add", add_kernel},
-        {"softmax", softmax_kernel},
+        {"fill", BP_DTYPE_F32, fill_kernel},
+        {"copy", BP_DTYPE_F32, copy_kernel},
+        {"add", BP_DTYPE_F32, add_kernel},
+        {"softmax", BP_DTYPE_F32, softmax_kernel},
+        {"add", BP_DTYPE_BF16, add_kernel},
+        {"sum", BP_DTYPE_F16, sum_kernel},
     };
     for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
-        bp_status st =
-            host->register_kernel(BROKEN_NAME, kernels[k].op, BP_DTYPE_F32, kernels[k].fn, NULL, 0);
+        bp_status st = host->register_kernel(BROKEN_NAME, kernels[k].op, kernels[k].dtype,
+                                             kernels[k].fn, NULL, 0);
         if (st != BP_OK)
             return st;
     }

@@ -160,16 +160,16 @@ static __device__ __forceinline__ void attention(const cu_sdpa_args &a, float *s
             if (!seen)
                 s = -INFINITY;
             const float m_new = fmaxf(row_max[r], warp_max(s));
-            float p = 0.0f;
-            if (m_new != -INFINITY) { /* the same in every lane */
-                p = expf(s - m_new);
-                const float corr = expf(row_max[r] - m_new);
-                row_sum[r] = row_sum[r] * corr + warp_sum(p);
-                row_max[r] = m_new;
+            /* While every score so far is -inf (or NaN, which the max leaves out)
+             * subtract 0: a -inf score then weighs 0 and a NaN one poisons the row. */
+            const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+            const float p = expf(s - m_use);
+            const float corr = expf(row_max[r] - m_use); /* 0 while row_max is -inf */
+            row_sum[r] = row_sum[r] * corr + warp_sum(p);
+            row_max[r] = m_new;
 #pragma unroll
-                for (int c = 0; c < VEC; c++)
-                    acc[r][c] *= corr;
-            }
+            for (int c = 0; c < VEC; c++)
+                acc[r][c] *= corr;
             ps[(warp * RPW + r) * KB + lane] = p;
         }
         __syncwarp(); /* the warp's own rows of ps */

@@ -50,13 +50,12 @@ void k_sdpa(__global T *o, tdesc od, __global const T *q, tdesc qd, __global con
                 s -= slope * (float)(i - j);
         }
         float mnew = fmax(m, wg_max(s, part));
-        /* Every key of the block invisible so far: nothing to add (the same in every
-         * work-item, so the barriers below stay uniform). */
-        if (mnew == -INFINITY)
-            continue;
-        float pj = j < hi ? exp(s - mnew) : 0.0f;
+        /* While every score so far is -inf (or NaN, which the max leaves out) subtract
+         * 0: a -inf score then weighs 0 and a NaN one poisons the row, as it must. */
+        float m_use = mnew == -INFINITY ? 0.0f : mnew;
+        float pj = j < hi ? exp(s - m_use) : 0.0f;
         p[l] = pj;
-        float corr = exp(m - mnew); /* 0 while m is -inf */
+        float corr = exp(m - m_use); /* 0 while m is -inf */
         lsum = lsum * corr + wg_sum(pj, part); /* its barriers publish p */
         long nkeys = hi - j0 < RWG ? hi - j0 : RWG;
         for (long x = l; x < D; x += RWG) {
@@ -144,11 +143,11 @@ void k_sdpa_rows(__global T *o, tdesc od, __global const T *q, tdesc qd, __globa
             mb = fmax(mb, s);
         }
         float mnew = fmax(m, mb);
-        if (mnew == -INFINITY)
-            continue; /* nothing visible yet */
-        float corr = exp(m - mnew), sum = 0.0f;
+        /* nothing visible yet (or only NaN): subtract 0, so -inf weighs 0, NaN poisons */
+        float m_use = mnew == -INFINITY ? 0.0f : mnew;
+        float corr = exp(m - m_use), sum = 0.0f;
         for (long c = 0; c < nk; c++) {
-            float p = exp(ps[c * RWG + l] - mnew);
+            float p = exp(ps[c * RWG + l] - m_use);
             ps[c * RWG + l] = p;
             sum += p;
         }
