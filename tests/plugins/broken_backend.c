@@ -1043,6 +1043,8 @@ static void write_past_end(const kernel_job *job) {
     for (int d = 0; d < job->out.ndim; d++)
         last += (job->out.shape[d] - 1) * job->out.strides[d];
     y[last + 1] = y[last];
+}
+
 /* sum over dim of the input: every output element walks its line of the input (any
  * strides), accumulating in f32, or in the f16 dtype (half_accumulate). */
 static void run_sum(const kernel_job *job) {
@@ -1082,13 +1084,12 @@ static void run_job(void *arg) {
     kernel_job *job = arg;
     static const row_fn rows[] = {
         [OP_FILL] = fill_row, [OP_COPY] = copy_row, [OP_ADD] = add_row, [OP_SOFTMAX] = softmax_row};
-    for_each_row(job, rows[job->op]);
-    if (job->add_writes_past_end)
-        write_past_end(job);
     if (job->op == OP_SUM)
         run_sum(job);
     else
         for_each_row(job, rows[job->op]);
+    if (job->add_writes_past_end)
+        write_past_end(job);
     free(job);
 }
 
@@ -1126,10 +1127,10 @@ static bp_status enqueue_job(const bp_kernel_call *call, kernel_op op) {
         job->softmax_rows_per_matrix = job->out.ndim >= 2 ? job->out.shape[job->out.ndim - 2] : 1;
         job->softmax_no_max = has(b, DEFECT_SOFTMAX_NO_MAX);
         job->softmax_long_rows = has(b, DEFECT_SOFTMAX_LONG_ROWS);
-    }
-    job->add_writes_past_end = op == OP_ADD && has(b, DEFECT_ADD_WRITES_PAST_END);
         job->softmax_neg_inf_nan = has(b, DEFECT_SOFTMAX_NEG_INF_NAN);
     }
+    job->add_writes_past_end =
+        op == OP_ADD && job->out.dtype == BP_DTYPE_F32 && has(b, DEFECT_ADD_WRITES_PAST_END);
     if (op == OP_SUM && call->attrs)
         job->reduce = *(const bp_reduce_attrs *)call->attrs;
     job->round_truncates = has(b, DEFECT_BF16_ROUND_TRUNCATES);
