@@ -11,6 +11,8 @@
 #   ctest        ctest --test-dir build-gpu -j8 --output-on-failure -L cuda (the cuda tests)
 #   info         bp-info (and bp-info --json)
 #   conformance  bp-conformance --device cuda:0 --junit $OUT/conformance-cuda.xml
+#   conformance-full  bp-conformance --device cuda:0 --level full --filter 'ops.*'
+#                --junit $OUT/conformance-cuda-full.xml (the tuned kernels' shapes)
 #   demo         sliced_attention --device cuda:0 --shape 8,32,2048,128 --dtype bf16 --json
 #   bench-launch bp-bench launch --device cuda:0 --json, and bp-cuda-launch-floor --json
 #                (the driver's own host cost per launch)
@@ -194,6 +196,11 @@ step_conformance() {
     lim "$BIN/bp-conformance" --device "$DEVICE" --junit "$OUT/conformance-cuda.xml"
 }
 
+step_conformance_full() {
+    lim "$BIN/bp-conformance" --device "$DEVICE" --level full --filter 'ops.*' --timeout 280 \
+        --junit "$OUT/conformance-cuda-full.xml"
+}
+
 # CMD... >FILE.json: runs CMD with its stdout in $OUT/FILE and copies it to the log.
 json_to() {
     local file=$1 rc=0
@@ -308,6 +315,7 @@ step build 480 step_build
 step ctest 480 step_ctest
 step info 60 step_info
 step conformance 480 step_conformance
+step conformance-full 300 step_conformance_full
 step demo 300 step_demo
 step bench-launch 120 step_bench_launch
 step bench-alloc 120 step_bench_alloc
