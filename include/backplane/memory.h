@@ -89,7 +89,11 @@ BP_API bp_status bp_host_free(bp_device *device, void *ptr);
  *  each pointer lives: NULL for host memory (pageable or from bp_host_alloc), else a
  *  device; at least one side must be a device. Host to device, device to host, within
  *  a device and between devices of one backend (peer copy) run asynchronously: the
- *  caller keeps both buffers valid until the stream reaches the copy. `stream` must
+ *  caller keeps both buffers valid until the stream reaches the copy. With pageable
+ *  host memory (not from bp_host_alloc) a backend may block the caller until the
+ *  stream has run the copy, as CUDA's cuMemcpyAsync does for device-to-host copies;
+ *  with bp_host_alloc memory and between device buffers the call never waits for the
+ *  stream. Either way the copy is ordered after the stream's earlier work. `stream` must
  *  belong to one of the two devices; NULL means the thread's current stream of the
  *  destination device, or of the source when the destination is host memory.
  *  Between devices of two different backends the copy is staged through host memory

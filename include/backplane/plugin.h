@@ -269,7 +269,9 @@ typedef struct bp_memory_vtable {
      *  Like every enqueue (copy_async, copy_peer_async, memset_async, kernels): ordered
      *  behind all earlier work on the stream, whatever its size and whatever the host
      *  memory (pageable or from host_alloc); the host keeps the buffers alive and
-     *  unchanged until then (conformance: memory, streams). The host never passes
+     *  unchanged until then (conformance: memory, streams). With pageable host memory
+     *  the call may block until the stream has run the copy (CUDA's does); with
+     *  host_alloc memory and device-to-device it must not. The host never passes
      *  overlapping source and destination ranges: the public bp_memory_copy_async
      *  copies overlapping ranges of one device as memmove does, and the core stages
      *  such a copy itself (<backplane/memory.h>). */
