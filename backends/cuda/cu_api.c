@@ -10,6 +10,30 @@
 typedef CUresult (*get_proc_fn)(const char *symbol, void **pfn, int cuda_version,
                                 cuuint64_t flags, CUdriverProcAddressQueryResult *status);
 
+/* The CUDA version whose function `symbol` has the prototype <cuda.h> declares under
+ * that name. cuGetProcAddress returns the newest version of a function up to the
+ * version asked for; <cuda.h> renames a function whose signature changed to its new
+ * name (cuMemAlloc is cuMemAlloc_v2), so CUDA_VERSION is right for almost all. The
+ * exceptions are the functions that gained a new signature without a rename:
+ * CUDA 13.0's cuCtxSynchronize takes the context to synchronize
+ * (PFN_cuCtxSynchronize_v13000) while <cuda.h>'s cuCtxSynchronize keeps the old
+ * prototype (the new one is cuCtxSynchronize_v2). Asking for it at CUDA_VERSION gave
+ * the new function, which then read whatever was in its argument register as the
+ * context: on a two-GPU host, the first synchronize after a context switch failed
+ * with CUDA_ERROR_CONTEXT_IS_DESTROYED (found by bp-conformance's device group). */
+static int prototype_version(const char *symbol) {
+    static const struct {
+        const char *symbol;
+        int version;
+    } older[] = {
+        {"cuCtxSynchronize", 2000},
+    };
+    for (size_t i = 0; i < sizeof older / sizeof older[0]; i++)
+        if (strcmp(symbol, older[i].symbol) == 0)
+            return older[i].version;
+    return CUDA_VERSION;
+}
+
 int cu_api_load(cu_api *api, char *reason, size_t size) {
     memset(api, 0, sizeof *api);
     const char *path = secure_getenv("BP_CUDA_LIBRARY");
@@ -31,7 +55,8 @@ int cu_api_load(cu_api *api, char *reason, size_t size) {
     {                                                                                         \
         void *fn = NULL;                                                                      \
         CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;          \
-        CUresult r = get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &found); \
+        CUresult r = get_proc(#name, &fn, prototype_version(#name),                           \
+                              CU_GET_PROC_ADDRESS_DEFAULT, &found);                           \
         if (r != CUDA_SUCCESS || !fn) {                                                       \
             snprintf(reason, size,                                                            \
                      "%s: cuGetProcAddress(\"%s\") found no function (result %d, status %d)", \

@@ -2,8 +2,9 @@
  *
  * libcuda.so.1 (or $BP_CUDA_LIBRARY) is opened with dlopen; only cuGetProcAddress is
  * looked up with dlsym, and every other function through it, asking for the version
- * of the function that matches the <cuda.h> this plugin was compiled with
- * (CUDA_VERSION). The plugin therefore never links libcuda and loads on machines
+ * of the function whose prototype is the one <cuda.h> (the header this plugin was
+ * compiled with) declares: CUDA_VERSION, or an older version for a function that
+ * changed its signature without a rename (cu_api.c, prototype_version). The plugin therefore never links libcuda and loads on machines
  * without a driver, where it reports zero devices and why.
  *
  * The table's members have the prototypes of <cuda.h>: `api->cuMemAlloc(...)` calls
