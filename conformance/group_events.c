@@ -22,7 +22,7 @@
 #include "thread_report.h"
 #include "work.h"
 
-/* Bytes of the buffers the slow work fills. */
+/* Bytes of the buffers the tests write. */
 #define FILL_BYTES ((size_t)1 << 20)
 
 /* Copies of bp_conf_slow_fill before a late write where the device cannot hold it
@@ -111,7 +111,7 @@ static void test_query_complete_means_done(void **state) {
                  "expected BP_ERR_NOT_READY", bp_status_str(held));
     if (held == BP_ERR_NOT_READY && message)
         fail_msg("BP_ERR_NOT_READY set the error message '%s'", bp_last_error());
-    bp_conf_poll_until_done(query_event, e, "event recorded after slow work");
+    bp_conf_poll_until_done(query_event, e, "event recorded after a write held on a gate");
     bp_conf_expect_overwritten(&w, b,
                                "buffer read on another stream after bp_event_query said done");
 
@@ -634,7 +634,9 @@ static const bp_conf_test tests[] = {
     {"unrecorded_is_complete", test_unrecorded_is_complete,
      "an event never recorded: query OK, synchronize returns, a wait on it is a no-op", NULL},
     {"synchronize_waits_for_work", test_synchronize_waits_for_work,
-     "after bp_event_synchronize the work before the record is final on another stream", NULL},
+     "bp_event_synchronize returns only after a write before the record, held on a gate, is "
+     "released; the write is final on another stream",
+     NULL},
     {"query_complete_means_done", test_query_complete_means_done,
      "once bp_event_query says OK the work before the record is final on another stream", NULL},
     {"query_sees_cross_stream_wait", test_query_sees_cross_stream_wait,

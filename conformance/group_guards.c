@@ -94,8 +94,9 @@ static void test_stream_guard(void **state) {
     uint64_t rng = bp_conf_test_seed();
     int v1, v2;
     bp_conf_two_bytes(&rng, &v1, &v2);
-    void *x = bp_conf_filled_buffer(s, FILL_BYTES, v1), *y = bp_conf_filled_buffer(s, FILL_BYTES, v1);
-    void *src = bp_conf_filled_buffer(s, FILL_BYTES, v1);
+    void *x = bp_conf_filled_buffer(s, FILL_BYTES, v1);
+    void *y = bp_conf_filled_buffer(s, FILL_BYTES, v1);
+    void *src = bp_conf_filled_buffer(s, FILL_BYTES, v1); /* what the late write copies */
     unsigned char *host_v2 = bp_conf_host_buffer(FILL_BYTES);
     memset(host_v2, v2, FILL_BYTES);
     bp_conf_late late;

@@ -2,7 +2,7 @@
  * synchronize, in-order execution, many concurrent streams and event waits between
  * streams.
  *
- * The device may be much faster than the host (a GPU finishes the slow work before the
+ * The device may be much faster than the host (a GPU finishes a long chain before the
  * next call returns) or much slower; so every check is one-directional: "query said
  * done => the data is final", "after synchronize the data is final". A reader that must
  * not be ordered after the writer reads through a separate stream. Where a test needs
@@ -25,7 +25,7 @@
 #include "late.h"
 #include "work.h"
 
-/* Bytes of the buffers the slow work fills: large enough to be real work, small
+/* Bytes of the buffers the tests write: large enough to be real work, small
  * enough to download quickly. */
 #define FILL_BYTES ((size_t)1 << 20)
 
@@ -598,7 +598,9 @@ static const bp_conf_test tests[] = {
     {"priorities", test_priorities,
      "priorities in, at the ends of and beyond the device's range are clamped; work runs", NULL},
     {"synchronize_waits", test_synchronize_waits,
-     "after bp_stream_synchronize slow work is final on another stream", NULL},
+     "bp_stream_synchronize returns only after a write held on a gate is released; the write "
+     "is final on another stream",
+     NULL},
     {"device_synchronize_waits", test_device_synchronize_waits,
      "bp_device_synchronize returns only after held streams are released, and their work "
      "is final",
