@@ -88,11 +88,12 @@ bp_conf_overwrite bp_conf_overwrite_prepare_at(const char *file, int line, bp_st
     bp_conf_two_bytes(&rng, &w.old_value, &w.new_value);
     w.x = bp_conf_filled_buffer_at(file, line, writer, n, w.old_value);
     w.source = bp_conf_filled_buffer_at(file, line, writer, n, w.new_value);
-    bp_conf_late_init(&w.late);
+    w.late.finished = true; /* no gate yet: start makes one (a mutex is never copied) */
     return w;
 }
 
 void bp_conf_overwrite_start_at(const char *file, int line, bp_conf_overwrite *w) {
+    bp_conf_late_init(&w->late);
     bp_status st = bp_conf_late_write(&w->late, w->writer, w->x, w->source, w->n, w->new_value,
                                       BP_CONF_OVERWRITE_FALLBACK_ROUNDS);
     if (st != BP_OK) {

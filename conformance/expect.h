@@ -73,7 +73,8 @@ typedef struct bp_conf_overwrite {
 bp_conf_overwrite bp_conf_overwrite_prepare_at(const char *file, int line, bp_stream *writer,
                                                size_t n);
 
-/* Enqueues on the writer the late write of new_value over x (bp_conf_late_write). Then
+/* Enqueues on the writer the late write of new_value over x (bp_conf_late_write); once
+ * per overwrite, on the overwrite where it will stay (its gate must not move). Then
  * the test either opens the gate itself with bp_conf_overwrite_finish, or starts
  * bp_conf_overwrite_open_later before a blocking call and calls finish after it. */
 #define bp_conf_overwrite_start(...) bp_conf_overwrite_start_at(BP_CONF_HERE, __VA_ARGS__)

@@ -107,7 +107,7 @@ static void *alloc_quietly(size_t size, bp_stream *s, bp_status *st) {
  * fail the test (a gate may be closed): does nothing after a failure in *st, and
  * returns NULL with the failure in *st. */
 static unsigned char *write_async(bp_stream *s, void *dst, size_t size, int value,
-                                          bp_status *st) {
+                                  bp_status *st) {
     if (*st != BP_OK)
         return NULL;
     unsigned char *host = malloc(size);
