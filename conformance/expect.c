@@ -87,12 +87,32 @@ bp_conf_overwrite bp_conf_overwrite_prepare_at(const char *file, int line, bp_st
     uint64_t rng = bp_conf_test_seed();
     bp_conf_two_bytes(&rng, &w.old_value, &w.new_value);
     w.x = bp_conf_filled_buffer_at(file, line, writer, n, w.old_value);
+    w.source = bp_conf_filled_buffer_at(file, line, writer, n, w.new_value);
+    w.late.finished = true; /* no gate yet: start makes one (a mutex is never copied) */
     return w;
 }
 
-void bp_conf_overwrite_start_at(const char *file, int line, const bp_conf_overwrite *w,
-                                int rounds) {
-    OK_AT(bp_conf_slow_fill(w->writer, w->x, w->n, w->new_value, rounds));
+void bp_conf_overwrite_start_at(const char *file, int line, bp_conf_overwrite *w) {
+    bp_conf_late_init(&w->late);
+    bp_status st = bp_conf_late_write(&w->late, w->writer, w->x, w->source, w->n, w->new_value,
+                                      BP_CONF_OVERWRITE_FALLBACK_ROUNDS);
+    if (st != BP_OK) {
+        bp_conf_late_finish(&w->late); /* before the failure leaves the test */
+        FAIL_AT("enqueueing the late write returned %s: %s", bp_status_str(st),
+                bp_last_error());
+    }
+}
+
+void bp_conf_overwrite_open_later(bp_conf_overwrite *w) {
+    bp_conf_late_open_later(&w->late);
+}
+
+bool bp_conf_overwrite_held(const bp_conf_overwrite *w) {
+    return bp_conf_late_held(&w->late);
+}
+
+bool bp_conf_overwrite_finish(bp_conf_overwrite *w) {
+    return bp_conf_late_finish(&w->late);
 }
 
 void bp_conf_expect_overwritten_at(const char *file, int line, const bp_conf_overwrite *w,
@@ -101,9 +121,11 @@ void bp_conf_expect_overwritten_at(const char *file, int line, const bp_conf_ove
 }
 
 void bp_conf_overwrite_free_at(const char *file, int line, bp_conf_overwrite *w) {
+    bp_conf_late_finish(&w->late);
     OK_AT(bp_stream_synchronize(w->writer));
     OK_AT(bp_memory_free(bp_conf.device, w->x));
-    w->x = NULL;
+    OK_AT(bp_memory_free(bp_conf.device, w->source));
+    w->x = w->source = NULL;
 }
 
 void bp_conf_expect_memset_works_at(const char *file, int line, bp_stream *stream, size_t n,

@@ -9,10 +9,13 @@
 #ifndef BP_CONF_EXPECT_H
 #define BP_CONF_EXPECT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include <backplane/backplane.h>
+
+#include "late.h"
 
 /* The caller's location, for the "_at" functions. */
 #define BP_CONF_HERE __FILE__, __LINE__
@@ -47,28 +50,45 @@ void *bp_conf_filled_buffer_at(const char *file, int line, bp_stream *stream, si
  * NULL when the device is the only one of its type. */
 bp_device *bp_conf_second_device(void);
 
-/* A buffer that a writer stream overwrites slowly: the checks that "the work is done"
- * (a synchronize, a query, an event) makes the data final read it through a stream that
- * is not ordered after the writer, which sees old_value until the writer's last step. */
+/* A buffer that a writer stream overwrites late (late.h): the checks that "the work is
+ * done" (a synchronize, a query, an event) makes the data final read it through a
+ * stream that is not ordered after the writer, which sees old_value until the write. */
 typedef struct bp_conf_overwrite {
     bp_stream *writer;
     void *x;       /* n bytes of device memory, allocated for the writer */
+    void *source;  /* n bytes of new_value, what the held write copies */
     size_t n;
-    int old_value; /* what x holds before the writer's last step */
+    int old_value; /* what x holds before the write */
     int new_value; /* what it holds after */
+    bp_conf_late late;
 } bp_conf_overwrite;
 
-/* Picks old_value and new_value with bp_conf_two_bytes from bp_conf_test_seed() and
- * allocates n bytes on `writer` that hold old_value for good (bp_conf_filled_buffer). */
+/* Copies of bp_conf_slow_fill before the write where the device cannot hold it. */
+#define BP_CONF_OVERWRITE_FALLBACK_ROUNDS 16
+
+/* Picks old_value and new_value with bp_conf_two_bytes from bp_conf_test_seed(),
+ * allocates n bytes on `writer` that hold old_value for good and n that hold new_value
+ * (bp_conf_filled_buffer). */
 #define bp_conf_overwrite_prepare(...) bp_conf_overwrite_prepare_at(BP_CONF_HERE, __VA_ARGS__)
 bp_conf_overwrite bp_conf_overwrite_prepare_at(const char *file, int line, bp_stream *writer,
                                                size_t n);
 
-/* Enqueues on the writer `rounds` of bp_conf_slow_fill whose last step sets x to
- * new_value. */
+/* Enqueues on the writer the late write of new_value over x (bp_conf_late_write); once
+ * per overwrite, on the overwrite where it will stay (its gate must not move). Then
+ * the test either opens the gate itself with bp_conf_overwrite_finish, or starts
+ * bp_conf_overwrite_open_later before a blocking call and calls finish after it. */
 #define bp_conf_overwrite_start(...) bp_conf_overwrite_start_at(BP_CONF_HERE, __VA_ARGS__)
-void bp_conf_overwrite_start_at(const char *file, int line, const bp_conf_overwrite *w,
-                                int rounds);
+void bp_conf_overwrite_start_at(const char *file, int line, bp_conf_overwrite *w);
+
+/* bp_conf_late_open_later of the write. */
+void bp_conf_overwrite_open_later(bp_conf_overwrite *w);
+
+/* bp_conf_late_held of the write: x holds old_value for certain until finish. */
+bool bp_conf_overwrite_held(const bp_conf_overwrite *w);
+
+/* bp_conf_late_finish of the write: opens the gate; returns whether it was open
+ * already. Call it before any check that can end the test. */
+bool bp_conf_overwrite_finish(bp_conf_overwrite *w);
 
 /* Reads x through `reader` and fails the test unless it is all new_value
  * (bp_conf_expect_filled; `what` names the read). */
@@ -76,7 +96,8 @@ void bp_conf_overwrite_start_at(const char *file, int line, const bp_conf_overwr
 void bp_conf_expect_overwritten_at(const char *file, int line, const bp_conf_overwrite *w,
                                    bp_stream *reader, const char *what);
 
-/* Synchronizes the writer and frees x (the writer stays). */
+/* Finishes the write, synchronizes the writer and frees x and source (the writer
+ * stays). */
 #define bp_conf_overwrite_free(...) bp_conf_overwrite_free_at(BP_CONF_HERE, __VA_ARGS__)
 void bp_conf_overwrite_free_at(const char *file, int line, bp_conf_overwrite *w);
 

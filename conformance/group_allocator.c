@@ -5,27 +5,30 @@
  * A backend whose events complete early, or whose alloc hands out memory that is still
  * in use, makes two users share memory; these tests make that visible as wrong data.
  *
- * Each test makes the first user's last write late (bp_conf_slow_fill) so that, if the
- * memory is shared too early, that write lands after the second user's and overwrites
- * it. On a correct backend the memory is reused only after the write, or not at all,
- * and the second user's data always survives: whether the work is still running when
- * the memory is reused is never asserted, only what ends up in it.
+ * Each test makes the first user's last write late (late.h: held on a gate that the
+ * test opens only after the block was freed, reallocated and written by the second
+ * user), so the block is in use for certain when the allocator decides; if the memory
+ * is shared too early, that write lands after the second user's and overwrites it. On
+ * a correct backend the memory is reused only after the write, or not at all, and the
+ * second user's data always survives. Where the device cannot hold work, the late write
+ * is only slow (bp_conf_slow_fill): the defect is then caught only if it still runs.
  *
- * Users write with uploads from host memory, never memset (bp_conf_slow_fill's last
- * step is a copy too), so that a memset defect fails memory.memset and not these. */
+ * Users write with uploads from host memory or copies of device memory filled that way,
+ * never memset, so that a memset defect fails memory.memset and not these. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conformance.h"
 #include "expect.h"
+#include "late.h"
 #include "work.h"
 
 #define KIB ((size_t)1 << 10)
 #define MIB ((size_t)1 << 20)
-/* Copies of the slow fill: tens of milliseconds on a cpu, enough that the allocation
- * and the second stream's write happen while the first stream still works. */
-#define SLOW_ROUNDS 12
+/* Copies of bp_conf_slow_fill before the late write where the device cannot hold it:
+ * tens of milliseconds on a cpu. */
+#define FALLBACK_ROUNDS 12
 /* The allocator's segment unit (hal/allocator.c): a block larger than this gets a
  * segment of its own, which is a backend allocation of its own. */
 #define SEGMENT_UNIT (2 * MIB)
@@ -47,27 +50,74 @@ static void expect_all(const unsigned char *host, size_t n, int value, const cha
                  (unsigned)value);
 }
 
-/* Enqueues on `s` a write of `value` over dst[0, size) from a host buffer, which the
- * caller frees once `s` is synchronized (the upload reads it asynchronously). */
-static unsigned char *write_async(bp_stream *s, void *dst, size_t size, int value) {
-    unsigned char *host = bp_conf_host_buffer(size);
-    memset(host, value, size);
-    BP_CONF_OK(bp_memory_copy_async(dst, bp_conf.device, host, NULL, size, s));
-    return host;
+/* A late write of first_value over `size` bytes: the source it copies, and the gate. */
+typedef struct late_first {
+    void *source;
+    bp_conf_late late;
+} late_first;
+
+static void late_first_init(late_first *f, bp_stream *s, size_t size) {
+    f->source = bp_conf_filled_buffer(s, size, first_value);
+    bp_conf_late_init(&f->late);
+}
+
+/* Enqueues on `s` the late write over p; nothing may fail the test before
+ * late_first_release. */
+static bp_status late_first_write(late_first *f, bp_stream *s, void *p, size_t size) {
+    return bp_conf_late_write(&f->late, s, p, f->source, size, first_value, FALLBACK_ROUNDS);
+}
+
+/* Opens the gate (the late write may run now) and frees the source once `s`, the
+ * stream of the write, has done it. */
+static void late_first_release(late_first *f, bp_stream *s) {
+    bp_conf_late_finish(&f->late);
+    BP_CONF_OK(bp_stream_synchronize(s));
+    BP_CONF_OK(bp_memory_free(bp_conf.device, f->source));
 }
 
 /* The first user of a block: allocates `size` bytes on `s`, writes first_value there
- * late (slow work), copies what s wrote into a fresh host buffer (*seen, which the
- * caller frees) and frees the block while that work may still run. Returns the freed
- * block's address, to compare with where the next allocation lands. */
-static void *write_late_then_free(bp_stream *s, size_t size, unsigned char **seen) {
+ * late (held until late_first_release), copies what s wrote into a fresh host buffer
+ * (*seen, which the caller frees) and frees the block while the write is pending.
+ * Returns the freed block's address, to compare with where the next allocation lands.
+ * Nothing may fail the test before late_first_release; failures land in *st. */
+static void *write_late_then_free(bp_stream *s, size_t size, late_first *f,
+                                  unsigned char **seen, bp_status *st) {
     bp_device *dev = bp_conf.device;
     *seen = bp_conf_host_buffer(size);
     void *p = bp_conf_alloc(size, s);
-    BP_CONF_OK(bp_conf_slow_fill(s, p, size, first_value, SLOW_ROUNDS));
-    BP_CONF_OK(bp_memory_copy_async(*seen, NULL, p, dev, size, s));
-    BP_CONF_OK(bp_memory_free(dev, p));
+    late_first_init(f, s, size);
+    *st = late_first_write(f, s, p, size);
+    if (*st == BP_OK)
+        *st = bp_memory_copy_async(*seen, NULL, p, dev, size, s);
+    if (*st == BP_OK)
+        *st = bp_memory_free(dev, p);
     return p;
+}
+
+/* Allocates `size` bytes on `s` without failing the test (NULL on failure, with *st). */
+static void *alloc_quietly(size_t size, bp_stream *s, bp_status *st) {
+    void *q = NULL;
+    if (*st == BP_OK)
+        *st = bp_memory_alloc(bp_conf.device, size, s, &q);
+    return q;
+}
+
+/* Enqueues on `s` a write of `value` over dst[0, size) from a host buffer, which the
+ * caller frees once `s` is synchronized (the upload reads it asynchronously). Does not
+ * fail the test (a gate may be closed): does nothing after a failure in *st, and
+ * returns NULL with the failure in *st. */
+static unsigned char *write_async(bp_stream *s, void *dst, size_t size, int value,
+                                  bp_status *st) {
+    if (*st != BP_OK)
+        return NULL;
+    unsigned char *host = malloc(size);
+    if (!host) {
+        *st = BP_ERR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    memset(host, value, size);
+    *st = bp_memory_copy_async(dst, bp_conf.device, host, NULL, size, s);
+    return host;
 }
 
 /* ---- stream_ordered_reuse ---- */
@@ -79,11 +129,14 @@ static bool reuse_round(size_t size) {
     BP_CONF_OK(bp_memory_empty_cache(dev)); /* b's block comes from a's pool or is new */
     bp_stream *a = bp_conf_stream(), *b = bp_conf_stream();
     unsigned char *seen_by_a;
-    void *p = write_late_then_free(a, size, &seen_by_a); /* a's work still uses p */
+    late_first f;
+    bp_status st;
+    void *p = write_late_then_free(a, size, &f, &seen_by_a, &st); /* a's write is held */
 
-    void *q = bp_conf_alloc(size, b);
-    unsigned char *written = write_async(b, q, size, second_value);
-    BP_CONF_OK(bp_stream_synchronize(a));
+    void *q = alloc_quietly(size, b, &st);
+    unsigned char *written = write_async(b, q, size, second_value, &st);
+    late_first_release(&f, a);
+    BP_CONF_OK(st);
     BP_CONF_OK(bp_stream_synchronize(b));
     free(written);
 
@@ -168,8 +221,10 @@ static void test_live_blocks_disjoint(void **state) {
 
     /* Each block gets its own byte on its own stream; then every byte is read back. */
     unsigned char *written[LIVE_BLOCKS];
+    bp_status st = BP_OK;
     for (int i = 0; i < LIVE_BLOCKS; i++)
-        written[i] = write_async(s[i % 2], p[i], size[i], 0x40 + i);
+        written[i] = write_async(s[i % 2], p[i], size[i], 0x40 + i, &st);
+    BP_CONF_OK(st);
     BP_CONF_OK(bp_stream_synchronize(s[0]));
     BP_CONF_OK(bp_stream_synchronize(s[1]));
     for (int i = 0; i < LIVE_BLOCKS; i++)
@@ -203,13 +258,17 @@ static void record_stream_round(size_t size) {
     bp_stream *a = bp_conf_stream(), *b = bp_conf_stream();
     void *p = bp_conf_alloc(size, a);
     BP_CONF_OK(bp_memory_record_stream(dev, p, b));
-    BP_CONF_OK(bp_conf_slow_fill(b, p, size, first_value, SLOW_ROUNDS));
-    BP_CONF_OK(bp_memory_free(dev, p)); /* b's pending work still writes p */
+    late_first f;
+    late_first_init(&f, b, size);
+    bp_status st = late_first_write(&f, b, p, size);
+    if (st == BP_OK)
+        st = bp_memory_free(dev, p); /* b's held write still writes p */
 
-    void *q = bp_conf_alloc(size, a);
-    unsigned char *written = write_async(a, q, size, second_value);
+    void *q = alloc_quietly(size, a, &st);
+    unsigned char *written = write_async(a, q, size, second_value, &st);
+    late_first_release(&f, b);
+    BP_CONF_OK(st);
     BP_CONF_OK(bp_stream_synchronize(a));
-    BP_CONF_OK(bp_stream_synchronize(b));
     free(written);
     char what[400];
     snprintf(what, sizeof what,
@@ -236,12 +295,16 @@ static void same_stream_round(size_t size) {
     bp_device *dev = bp_conf.device;
     bp_stream *s = bp_conf_stream();
     unsigned char *before;
+    late_first f;
+    bp_status st;
     /* The block is reusable at once on s: stream order protects it. */
-    void *p = write_late_then_free(s, size, &before);
+    void *p = write_late_then_free(s, size, &f, &before, &st);
 
-    void *q = bp_conf_alloc(size, s);
-    unsigned char *written = write_async(s, q, size, second_value);
-    unsigned char *after = download_new(s, q, size); /* synchronizes s */
+    void *q = alloc_quietly(size, s, &st);
+    unsigned char *written = write_async(s, q, size, second_value, &st);
+    late_first_release(&f, s);
+    BP_CONF_OK(st);
+    unsigned char *after = download_new(s, q, size);
     free(written);
     char what[160];
     snprintf(what, sizeof what, "the first use of a block of %zu bytes, read before its free",

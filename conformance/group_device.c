@@ -8,7 +8,7 @@
 
 #include "conformance.h"
 #include "expect.h"
-#include "work.h"
+#include "late.h"
 
 static bp_device_props props_of(bp_device *dev) {
     bp_device_props p;
@@ -217,18 +217,33 @@ static void test_synchronize_idle(void **state) {
     BP_CONF_OK(bp_device_synchronize(dev));
     BP_CONF_OK(bp_device_synchronize(dev)); /* idle twice */
 
-    /* Work on a created stream and on the default stream: device synchronize waits for
-     * both, so afterwards both report idle and their data is final. */
-    enum { N = 1 << 20 };
+    /* Late writes (late.h) on a created stream and on the default stream, held on a
+     * gate that a thread opens a while later: device synchronize waits for both, so it
+     * returns after the gate opened, and then both report idle and their data is final.
+     * One that returns early is caught unless the test thread stalls for
+     * BP_CONF_LATE_OPEN_MS. */
+    enum { N = 1 << 20, FALLBACK_ROUNDS = 8 };
     bp_stream *s = bp_conf_stream(), *def = NULL;
     BP_CONF_OK(bp_stream_default(dev, &def));
-    void *a = bp_conf_alloc(N, s), *b = bp_conf_alloc(N, def);
-    BP_CONF_OK(bp_conf_slow_fill(s, a, N, 0x3c, 8));
-    BP_CONF_OK(bp_conf_slow_fill(def, b, N, 0x4d, 8));
+    void *a = bp_conf_filled_buffer(s, N, 0x4d), *b = bp_conf_filled_buffer(def, N, 0x3c);
+    void *a_src = bp_conf_filled_buffer(s, N, 0x3c), *b_src = bp_conf_filled_buffer(def, N, 0x4d);
     bp_event *done = NULL;
     BP_CONF_OK(bp_event_create(dev, BP_EVENT_DEFAULT, &done));
-    BP_CONF_OK(bp_event_record(done, s));
-    BP_CONF_OK(bp_device_synchronize(dev));
+    bp_conf_late late;
+    bp_conf_late_init(&late);
+    bp_status st = bp_conf_late_write(&late, s, a, a_src, N, 0x3c, FALLBACK_ROUNDS);
+    if (st == BP_OK)
+        st = bp_conf_late_write(&late, def, b, b_src, N, 0x4d, FALLBACK_ROUNDS);
+    if (st == BP_OK)
+        st = bp_event_record(done, s);
+    bp_conf_late_open_later(&late);
+    if (st == BP_OK)
+        st = bp_device_synchronize(dev);
+    bool open_at_return = bp_conf_late_finish(&late);
+    BP_CONF_OK(st);
+    if (!open_at_return)
+        fail_msg("bp_device_synchronize returned while a host function still held a stream "
+                 "and the default stream");
     bp_status qs = bp_stream_query(s), qd = bp_stream_query(def), qe = bp_event_query(done);
     if (qs != BP_OK || qd != BP_OK || qe != BP_OK)
         fail_msg("after bp_device_synchronize: stream query %s, default stream query %s, event "
@@ -239,6 +254,8 @@ static void test_synchronize_idle(void **state) {
     BP_CONF_OK(bp_event_destroy(done));
     BP_CONF_OK(bp_memory_free(dev, a));
     BP_CONF_OK(bp_memory_free(dev, b));
+    BP_CONF_OK(bp_memory_free(dev, a_src));
+    BP_CONF_OK(bp_memory_free(dev, b_src));
     BP_CONF_OK(bp_stream_destroy(s));
     BP_CONF_OK(bp_device_synchronize(dev));
 }

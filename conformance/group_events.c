@@ -5,7 +5,10 @@
  * through a stream that is not ordered after the writer, so only the event's answer
  * makes the read safe: a backend whose event reports completion early reads stale
  * data. Checks are one-directional: a device may finish work before the next call;
- * where a test needs work "still pending" it holds the stream on a gate (gate.h). */
+ * where a test needs work "still pending" it holds the stream on a gate (gate.h), and
+ * the writes that "done" must cover are late (late.h): behind a gate the test opens
+ * after a query, or one a thread opens a while later for a blocking call, which must
+ * return only after the gate opened. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,18 +18,16 @@
 #include "expect.h"
 #include "gate.h"
 #include "hold.h"
+#include "late.h"
 #include "thread_report.h"
 #include "work.h"
 
-/* Bytes of the buffers the slow work fills. */
+/* Bytes of the buffers the tests write. */
 #define FILL_BYTES ((size_t)1 << 20)
 
-/* Copies of bp_conf_slow_fill in the writer's work: long enough (about 0.1 s on a
- * cpu) that an early answer is seen long before the writer's last step. */
-#define SLOW_ROUNDS 32
-
-/* Shorter work for stages of a chain, where several run one after another. */
-#define STAGE_ROUNDS 8
+/* Copies of bp_conf_slow_fill before a late write where the device cannot hold it
+ * (late.h's fallback). */
+#define FALLBACK_ROUNDS 8
 
 /* bp_event_query through the signature bp_conf_poll_until_done takes. */
 static bp_status query_event(void *event) {
@@ -60,16 +61,25 @@ static void test_unrecorded_is_complete(void **state) {
     BP_CONF_OK(bp_stream_destroy(s));
 }
 
-/* Slow work fills X on stream A and E is recorded after it; once bp_event_synchronize
- * returns, X read through a fresh stream B (not ordered after A) holds the result. */
+/* A late write (held on a gate a thread opens a while later) fills X on stream A and E
+ * is recorded after it; bp_event_synchronize returns only after the gate opened, and
+ * then X read through a fresh stream B (not ordered after A) holds the result. An
+ * early answer is caught unless the test thread stalls for BP_CONF_LATE_OPEN_MS. */
 static void test_synchronize_waits_for_work(void **state) {
     (void)state;
     bp_stream *a = bp_conf_stream();
     bp_event *e = new_event(BP_EVENT_DEFAULT);
     bp_conf_overwrite w = bp_conf_overwrite_prepare(a, FILL_BYTES);
-    bp_conf_overwrite_start(&w, SLOW_ROUNDS);
-    BP_CONF_OK(bp_event_record(e, a));
-    BP_CONF_OK(bp_event_synchronize(e));
+    bp_conf_overwrite_start(&w);
+    bp_conf_overwrite_open_later(&w);
+    bp_status st = bp_event_record(e, a);
+    if (st == BP_OK)
+        st = bp_event_synchronize(e);
+    bool open_at_return = bp_conf_overwrite_finish(&w);
+    BP_CONF_OK(st);
+    if (!open_at_return)
+        fail_msg("bp_event_synchronize returned while a host function still held the work "
+                 "before the record");
     bp_stream *b = bp_conf_stream();
     bp_conf_expect_overwritten(&w, b, "buffer read on another stream after bp_event_synchronize");
     BP_CONF_OK(bp_event_query(e));
@@ -80,32 +90,28 @@ static void test_synchronize_waits_for_work(void **state) {
     BP_CONF_OK(bp_stream_destroy(b));
 }
 
-/* An event recorded behind a host function that holds the stream is not done (for
- * certain: the test opens the gate); polling bp_event_query until it says BP_OK: then
- * the work before the record is done. */
+/* An event recorded after a write held on a gate is not done (for certain: the test
+ * opens the gate); polling bp_event_query until it says BP_OK: then the write before
+ * the record is done. */
 static void test_query_complete_means_done(void **state) {
     (void)state;
     bp_stream *a = bp_conf_stream(), *b = bp_conf_stream();
     bp_event *e = new_event(BP_EVENT_DEFAULT);
     bp_conf_overwrite w = bp_conf_overwrite_prepare(a, FILL_BYTES);
-    bp_conf_overwrite_start(&w, SLOW_ROUNDS);
-    bp_conf_gate gate;
-    bp_conf_gate_init(&gate);
-    BP_CONF_OK(bp_conf_gate_hold(&gate, a));
+    bp_conf_overwrite_start(&w);
     bp_status rec = bp_event_record(e, a);
     bp_clear_error();
     bp_status held = rec == BP_OK ? bp_event_query(e) : rec;
     bool message = bp_last_error()[0] != '\0';
-    /* Opens the gate and waits for its host function to return, before any check can
-     * end the test (the gate lives on this frame). */
-    bp_conf_gate_destroy(&gate, 1);
+    bp_conf_overwrite_finish(&w); /* opens the gate before any check can end the test */
     BP_CONF_OK(rec);
-    if (held != BP_ERR_NOT_READY)
+    /* Where the device cannot hold work the write is only slow: not asserted. */
+    if (bp_conf_overwrite_held(&w) && held != BP_ERR_NOT_READY)
         fail_msg("bp_event_query returned %s for an event recorded behind a held host function, "
                  "expected BP_ERR_NOT_READY", bp_status_str(held));
-    if (message)
+    if (held == BP_ERR_NOT_READY && message)
         fail_msg("BP_ERR_NOT_READY set the error message '%s'", bp_last_error());
-    bp_conf_poll_until_done(query_event, e, "event recorded after slow work");
+    bp_conf_poll_until_done(query_event, e, "event recorded after a write held on a gate");
     bp_conf_expect_overwritten(&w, b,
                                "buffer read on another stream after bp_event_query said done");
 
@@ -116,18 +122,22 @@ static void test_query_complete_means_done(void **state) {
 }
 
 /* A chain of streams, each waiting for the previous one's event before it copies the
- * previous buffer on and writes its own part slowly; then a fan-in: one stream waits
- * for the events of two independent writers. Only the last stream is synchronized. */
+ * previous buffer on and writes its own part late; then a fan-in: one stream waits
+ * for the events of two independent writers. Only the last stream is synchronized.
+ * The late writes are held on a gate a thread opens a while later, so a wait that does
+ * not hold its stream back copies a buffer whose part is not written yet (unless the
+ * test thread stalls for BP_CONF_LATE_OPEN_MS). */
 static void test_cross_stream_wait(void **state) {
     (void)state;
-    enum { STAGES = 4, PART = FILL_BYTES / STAGES };
+    enum { STAGES = 4, PART = FILL_BYTES / STAGES, FAN = 2 };
     bp_device *dev = bp_conf.device;
     uint64_t rng = bp_conf_test_seed();
     bp_stream *s[STAGES];
     bp_event *e[STAGES];
     unsigned char *x[STAGES];
-    unsigned char want[FILL_BYTES / PART];
-    int old_value, unused;
+    void *part[STAGES], *fan_part[FAN]; /* what the late writes copy */
+    unsigned char want[STAGES];
+    int old_value, unused, fan_value[FAN];
     bp_conf_two_bytes(&rng, &old_value, &unused);
     for (int k = 0; k < STAGES; k++) {
         s[k] = bp_conf_stream();
@@ -136,16 +146,39 @@ static void test_cross_stream_wait(void **state) {
         do
             want[k] = (unsigned char)(bp_conf_rand(&rng) % 255 + 1);
         while (want[k] == old_value);
+        part[k] = bp_conf_filled_buffer(s[k], PART, want[k]);
     }
-    /* Stage k: wait for stage k-1, copy its buffer, then slowly set part k. */
-    for (int k = 0; k < STAGES; k++) {
-        if (k > 0) {
-            BP_CONF_OK(bp_stream_wait_event(s[k], e[k - 1]));
-            BP_CONF_OK(bp_memory_copy_async(x[k], dev, x[k - 1], dev, FILL_BYTES, s[k]));
-        }
-        BP_CONF_OK(bp_conf_slow_fill(s[k], x[k] + (size_t)k * PART, PART, want[k], STAGE_ROUNDS));
-        BP_CONF_OK(bp_event_record(e[k], s[k]));
+    /* Part 0 of x[0] and x[1] holds want[0] until the fan-in's writes. */
+    for (int k = 0; k < FAN; k++) {
+        do
+            fan_value[k] = (int)(bp_conf_rand(&rng) % 255) + 1;
+        while (fan_value[k] == want[0] || fan_value[k] == want[k]);
+        fan_part[k] = bp_conf_filled_buffer(s[k], PART, fan_value[k]);
     }
+
+    /* Stage k: wait for stage k-1, copy its buffer, then write part k late. */
+    bp_conf_late chain;
+    bp_conf_late_init(&chain);
+    bp_status st = BP_OK;
+    for (int k = 0; k < STAGES && st == BP_OK; k++) {
+        if (k > 0)
+            st = bp_stream_wait_event(s[k], e[k - 1]);
+        if (k > 0 && st == BP_OK)
+            st = bp_memory_copy_async(x[k], dev, x[k - 1], dev, FILL_BYTES, s[k]);
+        if (st == BP_OK)
+            st = bp_conf_late_write(&chain, s[k], x[k] + (size_t)k * PART, part[k], PART,
+                                    want[k], FALLBACK_ROUNDS);
+        if (st == BP_OK)
+            st = bp_event_record(e[k], s[k]);
+    }
+    bp_conf_late_open_later(&chain);
+    if (st == BP_OK)
+        st = bp_stream_synchronize(s[STAGES - 1]);
+    bool open_at_return = bp_conf_late_finish(&chain);
+    BP_CONF_OK(st);
+    if (!open_at_return)
+        fail_msg("bp_stream_synchronize of the last stream of a chain returned while a host "
+                 "function still held the chain");
     unsigned char *expected = malloc(FILL_BYTES);
     assert_non_null(expected);
     for (int k = 0; k < STAGES; k++)
@@ -154,26 +187,38 @@ static void test_cross_stream_wait(void **state) {
                          "last buffer of a chain of streams ordered by events");
     free(expected);
 
-    /* Fan-in: streams 0 and 1 write independently; stream 2 waits for both events.
-     * Part 0 of x[0] and x[1] holds want[0] until then. */
-    int fan_value[2];
-    for (int k = 0; k < 2; k++) {
-        do
-            fan_value[k] = (int)(bp_conf_rand(&rng) % 255) + 1;
-        while (fan_value[k] == want[0] || fan_value[k] == want[k]);
-        BP_CONF_OK(bp_conf_slow_fill(s[k], x[k], PART, fan_value[k], STAGE_ROUNDS * (k + 1)));
-        BP_CONF_OK(bp_event_record(e[k], s[k]));
-        BP_CONF_OK(bp_stream_wait_event(s[2], e[k]));
+    /* Fan-in: streams 0 and 1 write late and independently; stream 2 waits for both
+     * events and copies part 0 of each buffer. */
+    bp_conf_late fan;
+    bp_conf_late_init(&fan);
+    for (int k = 0; k < FAN && st == BP_OK; k++) {
+        st = bp_conf_late_write(&fan, s[k], x[k], fan_part[k], PART, fan_value[k],
+                                FALLBACK_ROUNDS * (k + 1));
+        if (st == BP_OK)
+            st = bp_event_record(e[k], s[k]);
+        if (st == BP_OK)
+            st = bp_stream_wait_event(s[2], e[k]);
     }
-    for (int k = 0; k < 2; k++)
-        BP_CONF_OK(bp_memory_copy_async(x[2] + (size_t)k * PART, dev, x[k], dev, PART, s[2]));
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < FAN && st == BP_OK; k++)
+        st = bp_memory_copy_async(x[2] + (size_t)k * PART, dev, x[k], dev, PART, s[2]);
+    bp_conf_late_open_later(&fan);
+    if (st == BP_OK)
+        st = bp_stream_synchronize(s[2]);
+    open_at_return = bp_conf_late_finish(&fan);
+    BP_CONF_OK(st);
+    if (!open_at_return)
+        fail_msg("bp_stream_synchronize of a stream that waited for the events of two held "
+                 "streams returned while a host function still held them");
+    for (int k = 0; k < FAN; k++)
         bp_conf_expect_filled(s[2], x[2] + (size_t)k * PART, PART, fan_value[k],
                               "copy made after waiting for the events of two streams");
 
     for (int k = 0; k < STAGES; k++)
         BP_CONF_OK(bp_stream_synchronize(s[k]));
+    for (int k = 0; k < FAN; k++)
+        BP_CONF_OK(bp_memory_free(dev, fan_part[k]));
     for (int k = 0; k < STAGES; k++) {
+        BP_CONF_OK(bp_memory_free(dev, part[k]));
         BP_CONF_OK(bp_memory_free(dev, x[k]));
         BP_CONF_OK(bp_event_destroy(e[k]));
         BP_CONF_OK(bp_stream_destroy(s[k]));
@@ -185,7 +230,9 @@ static void test_cross_stream_wait(void **state) {
 /* Two rounds, each a handoff from the recorder to the waiter: in round 1 the waiter
  * orders a stream of its own after the event, in round 2 it waits on the host. They
  * are separate rounds because either wait, once done, would make the other trivially
- * satisfied. The recorder starts a round only after the waiter finished the last one. */
+ * satisfied. The recorder starts a round only after the waiter finished the last one.
+ * The recorder's write is late, held on a gate a thread opens a while later: the
+ * waiter's wait must end after the gate opened. */
 enum { XT_ROUNDS = 2 };
 
 typedef struct handoff {
@@ -196,7 +243,9 @@ typedef struct handoff {
     bp_stream *writer;
     bp_event *event;
     void *x;
-    int value[XT_ROUNDS + 1]; /* x before round 1, then what round r writes */
+    int value[XT_ROUNDS + 1];  /* x before round 1, then what round r writes */
+    void *source[XT_ROUNDS + 1]; /* device memory of value[r], what round r copies */
+    bp_conf_late late;         /* this round's write: set up before recorded_round */
     bp_conf_report recorder_report, waiter_report;
 } handoff;
 
@@ -220,15 +269,19 @@ static void *recorder_main(void *p) {
     handoff *h = p;
     bp_conf_report *r = &h->recorder_report;
     for (int round = 1; round <= XT_ROUNDS; round++) {
+        bp_conf_late_init(&h->late);
         bool ok = !r->failure[0] &&
-                  BP_CONF_REPORT_OK(r, bp_conf_slow_fill(h->writer, h->x, FILL_BYTES,
-                                                         h->value[round], SLOW_ROUNDS)) &&
+                  BP_CONF_REPORT_OK(r, bp_conf_late_write(&h->late, h->writer, h->x,
+                                                          h->source[round], FILL_BYTES,
+                                                          h->value[round], FALLBACK_ROUNDS)) &&
                   BP_CONF_REPORT_OK(r, bp_event_record(h->event, h->writer));
+        bp_conf_late_open_later(&h->late);
         pthread_mutex_lock(&h->lock);
         h->record_ok = ok;
         pthread_mutex_unlock(&h->lock);
         handoff_post(h, &h->recorded_round, round); /* also after a failure: no deadlock */
         handoff_wait(h, &h->checked_round, round);
+        bp_conf_late_finish(&h->late);
     }
     return NULL;
 }
@@ -250,17 +303,30 @@ static void check_on_thread(bp_conf_report *r, bp_stream *s, const void *src, in
     free(host);
 }
 
-/* Round 1: a stream wait on the event, then a copy on that stream; round 2: a host
- * synchronize of the event, then a read through a stream of the waiter's own. */
+/* Records a failure unless the recorder's gate is open: `what` returned after it. */
+static void expect_released(handoff *h, const char *what) {
+    if (!bp_conf_late_is_open(&h->late))
+        bp_conf_report_fail(&h->waiter_report,
+                            "%s returned while a host function still held the work before "
+                            "the event's record", what);
+}
+
+/* Round 1: a stream wait on the event, then a copy on that stream, synchronized;
+ * round 2: a host synchronize of the event, then a read through a stream of the
+ * waiter's own. */
 static void waiter_round(handoff *h, int round, bp_stream *b, void *y) {
     bp_conf_report *r = &h->waiter_report;
     bp_device *dev = bp_conf.device;
     if (round == 1) {
         if (BP_CONF_REPORT_OK(r, bp_stream_wait_event(b, h->event)) &&
-            BP_CONF_REPORT_OK(r, bp_memory_copy_async(y, dev, h->x, dev, FILL_BYTES, b)))
+            BP_CONF_REPORT_OK(r, bp_memory_copy_async(y, dev, h->x, dev, FILL_BYTES, b)) &&
+            BP_CONF_REPORT_OK(r, bp_stream_synchronize(b))) {
+            expect_released(h, "bp_stream_synchronize of a stream that waited for the event");
             check_on_thread(r, b, y, h->value[round],
                             "copy made on another thread's stream after waiting for the event");
+        }
     } else if (BP_CONF_REPORT_OK(r, bp_event_synchronize(h->event))) {
+        expect_released(h, "bp_event_synchronize");
         check_on_thread(r, b, h->x, h->value[round],
                         "buffer read on another thread after bp_event_synchronize");
     }
@@ -299,6 +365,8 @@ static void test_cross_thread_wait(void **state) {
     h.writer = bp_conf_stream();
     h.event = new_event(BP_EVENT_DEFAULT);
     h.x = bp_conf_filled_buffer(h.writer, FILL_BYTES, h.value[0]);
+    for (int round = 1; round <= XT_ROUNDS; round++)
+        h.source[round] = bp_conf_filled_buffer(h.writer, FILL_BYTES, h.value[round]);
 
     pthread_t recorder, waiter;
     assert_int_equal(pthread_create(&waiter, NULL, waiter_main, &h), 0);
@@ -310,12 +378,36 @@ static void test_cross_thread_wait(void **state) {
 
     BP_CONF_OK(bp_stream_synchronize(h.writer));
     BP_CONF_OK(bp_memory_free(dev, h.x));
+    for (int round = 1; round <= XT_ROUNDS; round++)
+        BP_CONF_OK(bp_memory_free(dev, h.source[round]));
     BP_CONF_OK(bp_event_destroy(h.event));
     BP_CONF_OK(bp_stream_destroy(h.writer));
 }
 
+/* On `a`: a late write of `src` (all `value`) over x[0, FILL_BYTES) and a record of e;
+ * then bp_event_synchronize(e), which must return only after the write's gate opened
+ * (a thread opens it a while later), and x read through `reader` holds `value`. */
+static void write_late_record_synchronize(bp_stream *a, bp_event *e, void *x, const void *src,
+                                          int value, bp_stream *reader, const char *what) {
+    bp_conf_late late;
+    bp_conf_late_init(&late);
+    bp_status st = bp_conf_late_write(&late, a, x, src, FILL_BYTES, value, FALLBACK_ROUNDS);
+    if (st == BP_OK)
+        st = bp_event_record(e, a);
+    bp_conf_late_open_later(&late);
+    if (st == BP_OK)
+        st = bp_event_synchronize(e);
+    bool open_at_return = bp_conf_late_finish(&late);
+    BP_CONF_OK(st);
+    if (!open_at_return)
+        fail_msg("%s: bp_event_synchronize returned while a host function still held the work "
+                 "before the record", what);
+    bp_conf_expect_filled(reader, x, FILL_BYTES, value, what);
+}
+
 /* Re-recording moves the marker to the new end of the stream; a wait enqueued before
- * the re-record keeps waiting for the earlier marker. */
+ * the re-record keeps waiting for the earlier marker. The writes are late (held on
+ * gates that a thread opens a while later). */
 static void test_rerecord(void **state) {
     (void)state;
     bp_device *dev = bp_conf.device;
@@ -327,31 +419,44 @@ static void test_rerecord(void **state) {
     bp_event *e = new_event(BP_EVENT_DEFAULT);
     void *x = bp_conf_filled_buffer(a, FILL_BYTES, v2);
     void *y = bp_conf_filled_buffer(c, FILL_BYTES, v2);
+    void *src1 = bp_conf_filled_buffer(a, FILL_BYTES, v1);
+    void *src2 = bp_conf_filled_buffer(a, FILL_BYTES, v2);
 
     /* Forward: the second record covers the second piece of work. */
-    BP_CONF_OK(bp_conf_slow_fill(a, x, FILL_BYTES, v1, STAGE_ROUNDS));
-    BP_CONF_OK(bp_event_record(e, a));
-    BP_CONF_OK(bp_event_synchronize(e));
-    bp_conf_expect_filled(reader, x, FILL_BYTES, v1, "buffer after the first record completed");
-    BP_CONF_OK(bp_conf_slow_fill(a, x, FILL_BYTES, v2, SLOW_ROUNDS));
-    BP_CONF_OK(bp_event_record(e, a));
-    BP_CONF_OK(bp_event_synchronize(e));
-    bp_conf_expect_filled(reader, x, FILL_BYTES, v2,
-                          "buffer after a re-record on the same stream completed");
+    write_late_record_synchronize(a, e, x, src1, v1, reader,
+                                  "buffer after the first record completed");
+    write_late_record_synchronize(a, e, x, src2, v2, reader,
+                                  "buffer after a re-record on the same stream completed");
 
     /* Backward: C waits for A's record; re-recording E on idle B does not release C. */
-    BP_CONF_OK(bp_conf_slow_fill(a, x, FILL_BYTES, v1, SLOW_ROUNDS));
-    BP_CONF_OK(bp_event_record(e, a));
-    BP_CONF_OK(bp_stream_wait_event(c, e));
-    BP_CONF_OK(bp_event_record(e, b));
-    BP_CONF_OK(bp_event_synchronize(e)); /* the latest record, B's */
-    BP_CONF_OK(bp_memory_copy_async(y, dev, x, dev, FILL_BYTES, c));
+    bp_conf_late late;
+    bp_conf_late_init(&late);
+    bp_status st = bp_conf_late_write(&late, a, x, src1, FILL_BYTES, v1, FALLBACK_ROUNDS);
+    if (st == BP_OK)
+        st = bp_event_record(e, a);
+    if (st == BP_OK)
+        st = bp_stream_wait_event(c, e);
+    if (st == BP_OK)
+        st = bp_event_record(e, b);
+    if (st == BP_OK)
+        st = bp_event_synchronize(e); /* the latest record, B's */
+    if (st == BP_OK)
+        st = bp_memory_copy_async(y, dev, x, dev, FILL_BYTES, c);
+    bp_conf_late_open_later(&late);
+    if (st == BP_OK)
+        st = bp_stream_synchronize(c);
+    bool open_at_return = bp_conf_late_finish(&late);
+    BP_CONF_OK(st);
+    if (!open_at_return)
+        fail_msg("bp_stream_synchronize of a stream that waited for an event of held stream "
+                 "A returned before A was released, after the event was re-recorded on B");
     bp_conf_expect_filled(c, y, FILL_BYTES, v1,
                           "copy made after a wait enqueued before the event was re-recorded");
 
     BP_CONF_OK(bp_stream_synchronize(a));
-    BP_CONF_OK(bp_memory_free(dev, x));
-    BP_CONF_OK(bp_memory_free(dev, y));
+    void *buffers[] = {x, y, src1, src2};
+    for (size_t i = 0; i < sizeof buffers / sizeof buffers[0]; i++)
+        BP_CONF_OK(bp_memory_free(dev, buffers[i]));
     BP_CONF_OK(bp_event_destroy(e));
     bp_stream *streams[] = {a, b, c, reader};
     for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++)
@@ -529,7 +634,9 @@ static const bp_conf_test tests[] = {
     {"unrecorded_is_complete", test_unrecorded_is_complete,
      "an event never recorded: query OK, synchronize returns, a wait on it is a no-op", NULL},
     {"synchronize_waits_for_work", test_synchronize_waits_for_work,
-     "after bp_event_synchronize the work before the record is final on another stream", NULL},
+     "bp_event_synchronize returns only after a write before the record, held on a gate, is "
+     "released; the write is final on another stream",
+     NULL},
     {"query_complete_means_done", test_query_complete_means_done,
      "once bp_event_query says OK the work before the record is final on another stream", NULL},
     {"query_sees_cross_stream_wait", test_query_sees_cross_stream_wait,

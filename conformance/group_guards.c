@@ -12,11 +12,12 @@
 
 #include "conformance.h"
 #include "expect.h"
+#include "late.h"
 #include "thread_report.h"
-#include "work.h"
 
 #define FILL_BYTES ((size_t)1 << 20)
-#define SLOW_ROUNDS 16
+/* Copies of bp_conf_slow_fill before a late write where the device cannot hold it. */
+#define FALLBACK_ROUNDS 16
 #define MAX_DEPTH 8
 
 static const char *name_of(const bp_device *d) {
@@ -79,8 +80,9 @@ static void test_nesting_restores(void **state) {
 }
 
 /* A stream guard makes its stream current (and its device); calls with a NULL stream
- * go to it. The stream is busy with slow work first, so an upload or copy that went to
- * another stream would run before that work's last step and be overwritten by it.
+ * go to it. The stream holds a late write first (late.h: behind a gate the test opens
+ * after the guard's calls), so an upload or copy that went to another stream would run
+ * before that write and be overwritten by it, or copy what it had not written yet.
  * Bytes are set with uploads, not memset: a memset defect fails memory.memset, not
  * this test. */
 static void test_stream_guard(void **state) {
@@ -92,12 +94,16 @@ static void test_stream_guard(void **state) {
     uint64_t rng = bp_conf_test_seed();
     int v1, v2;
     bp_conf_two_bytes(&rng, &v1, &v2);
-    void *x = bp_conf_alloc(FILL_BYTES, s), *y = bp_conf_filled_buffer(s, FILL_BYTES, v1);
+    void *x = bp_conf_filled_buffer(s, FILL_BYTES, v1);
+    void *y = bp_conf_filled_buffer(s, FILL_BYTES, v1);
+    void *src = bp_conf_filled_buffer(s, FILL_BYTES, v1); /* what the late write copies */
     unsigned char *host_v2 = bp_conf_host_buffer(FILL_BYTES);
     memset(host_v2, v2, FILL_BYTES);
-    BP_CONF_OK(bp_conf_slow_fill(s, x, FILL_BYTES, v1, SLOW_ROUNDS));
+    bp_conf_late late;
+    bp_conf_late_init(&late);
 
     bp_conf_report r = {0};
+    BP_CONF_REPORT_OK(&r, bp_conf_late_write(&late, s, x, src, FILL_BYTES, v1, FALLBACK_ROUNDS));
     bp_stream_guard g, g_inner;
     void *z = NULL;
     if (BP_CONF_REPORT_OK(&r, bp_stream_guard_begin(&g, s))) {
@@ -117,6 +123,7 @@ static void test_stream_guard(void **state) {
         expect_current_stream(&r, def, "after ending the stream guard");
         expect_current_device(&r, base, "after ending the stream guard");
     }
+    bp_conf_late_finish(&late); /* releases s before any check can end the test */
     bp_conf_report_check(&r, "stream guard");
 
     /* Wait for s and, in case the work went elsewhere, for every stream. */
@@ -130,6 +137,7 @@ static void test_stream_guard(void **state) {
     BP_CONF_OK(bp_memory_free(dev, x));
     BP_CONF_OK(bp_memory_free(dev, y));
     BP_CONF_OK(bp_memory_free(dev, z));
+    BP_CONF_OK(bp_memory_free(dev, src));
     BP_CONF_OK(bp_stream_destroy(s));
     BP_CONF_OK(bp_stream_destroy(inner));
     BP_CONF_OK(bp_stream_destroy(reader));

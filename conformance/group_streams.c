@@ -2,15 +2,18 @@
  * synchronize, in-order execution, many concurrent streams and event waits between
  * streams.
  *
- * The device may be much faster than the host (a GPU finishes the slow work before the
+ * The device may be much faster than the host (a GPU finishes a long chain before the
  * next call returns) or much slower; so every check is one-directional: "query said
  * done => the data is final", "after synchronize the data is final". A reader that must
  * not be ordered after the writer reads through a separate stream. Where a test needs
  * work "still pending", it holds the stream on a gate (gate.h) instead: while the gate
  * is closed, a correct device cannot have run what follows it (hold.h: skipped where
- * the library's host-function fallback would block the test thread). The tests decide
- * their verdicts with stream query, synchronize, memset and copies only (never event
- * query or event synchronize, which the events group checks). */
+ * the library's host-function fallback would block the test thread). The checks that
+ * "done means done" write late (late.h): behind a gate the test opens itself after a
+ * query, or one a thread opens a while later for a blocking call, which must return
+ * only after the gate opened. The tests decide their verdicts with stream query,
+ * synchronize, memset and copies only (never event query or event synchronize, which
+ * the events group checks). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,19 +22,15 @@
 #include "expect.h"
 #include "gate.h"
 #include "hold.h"
+#include "late.h"
 #include "work.h"
 
-/* Bytes of the buffers the slow work fills: large enough to be real work, small
+/* Bytes of the buffers the tests write: large enough to be real work, small
  * enough to download quickly. */
 #define FILL_BYTES ((size_t)1 << 20)
 
 /* Copies of bp_conf_slow_fill for the checks that only need "some work". */
 #define SLOW_ROUNDS 4
-
-/* Copies of the writer's work in wait_event_orders_streams: long (tens of
- * milliseconds on a cpu, ~0.1 s) so that a reader that is not really held back by the
- * event reads the buffer long before the writer's last step. */
-#define WAIT_ROUNDS 32
 
 /* bp_stream_query through the signature bp_conf_poll_until_done takes. */
 static bp_status query_stream(void *stream) {
@@ -45,44 +44,67 @@ static void test_query(void **state) {
     bp_stream *s = bp_conf_stream(), *reader = bp_conf_stream();
     BP_CONF_OK(bp_stream_query(s)); /* a new stream has no work */
 
+    /* The write waits behind a gate only the test opens: the stream is not done, for
+     * certain (where the device cannot hold work, the write is only slow, and whether
+     * it is still running is not asserted). */
     bp_conf_overwrite w = bp_conf_overwrite_prepare(s, FILL_BYTES);
-    bp_conf_overwrite_start(&w, SLOW_ROUNDS);
-    /* Held on a host function, the stream is not done, for certain. */
-    bp_conf_gate gate;
-    bp_conf_gate_init(&gate);
-    BP_CONF_OK(bp_conf_gate_hold(&gate, s));
+    bp_conf_overwrite_start(&w);
     bp_clear_error();
     bp_status held = bp_stream_query(s);
     bool message = bp_last_error()[0] != '\0';
-    /* Opens the gate and waits for its host function to return, before any check can
-     * end the test (the gate lives on this frame). */
-    bp_conf_gate_destroy(&gate, 1);
-    if (held != BP_ERR_NOT_READY)
+    bp_conf_overwrite_finish(&w); /* opens the gate before any check can end the test */
+    if (bp_conf_overwrite_held(&w) && held != BP_ERR_NOT_READY)
         fail_msg("bp_stream_query returned %s while a host function held the stream, expected "
                  "BP_ERR_NOT_READY", bp_status_str(held));
-    if (message)
+    if (held == BP_ERR_NOT_READY && message)
         fail_msg("BP_ERR_NOT_READY set the error message '%s'", bp_last_error());
-    bp_conf_poll_until_done(query_stream, s, "stream with slow work");
+    bp_conf_poll_until_done(query_stream, s, "stream with a write held on a gate");
     /* The reader is not ordered after s: only the query's answer makes this safe. */
     bp_conf_expect_overwritten(&w, reader,
                                "buffer read on another stream after bp_stream_query said done");
-
-    BP_CONF_OK(bp_conf_slow_fill(s, w.x, FILL_BYTES, w.old_value, SLOW_ROUNDS));
-    BP_CONF_OK(bp_stream_synchronize(s));
-    BP_CONF_OK(bp_stream_query(s));
-    bp_conf_expect_filled(reader, w.x, FILL_BYTES, w.old_value,
-                          "buffer read on another stream after synchronize");
-
     bp_conf_overwrite_free(&w);
+
+    /* After synchronize (the gate opens a while later), query says done. */
+    bp_conf_overwrite again = bp_conf_overwrite_prepare(s, FILL_BYTES);
+    bp_conf_overwrite_start(&again);
+    bp_conf_overwrite_open_later(&again);
+    bp_status synced = bp_stream_synchronize(s);
+    bp_conf_overwrite_finish(&again);
+    BP_CONF_OK(synced);
+    BP_CONF_OK(bp_stream_query(s));
+    bp_conf_overwrite_free(&again);
     BP_CONF_OK(bp_stream_destroy(s));
     BP_CONF_OK(bp_stream_destroy(reader));
 }
 
+/* Destroys stream s held on a gate that a thread opens a while later, with a memset of
+ * `value` over block[0, n) behind the gate: destroy must wait for the gate and the
+ * memset. Through the library's host-function fallback the memset blocks until the
+ * gate opens: the check is then weaker, never wrong. */
+static void destroy_held_stream(bp_stream *s, void *block, size_t n, int value) {
+    bp_conf_gate gate;
+    bp_conf_gate_init(&gate);
+    bp_status held = bp_conf_gate_hold(&gate, s);
+    bp_conf_gate_opener opener;
+    bp_conf_gate_open_later(&opener, &gate, BP_CONF_LATE_OPEN_MS);
+    bp_status set = bp_memory_set_async(bp_conf.device, block, value, n, s);
+    bp_status destroyed = bp_stream_destroy(s);
+    bool open_at_return = bp_conf_gate_is_open(&gate);
+    bp_conf_gate_opener_join(&opener);
+    bp_conf_gate_destroy(&gate, held == BP_OK ? 1 : 0);
+    BP_CONF_OK(held);
+    BP_CONF_OK(set);
+    BP_CONF_OK(destroyed);
+    if (!open_at_return)
+        fail_msg("bp_stream_destroy returned while a host function still held the stream");
+}
+
 /* Many create/destroy cycles, each destroying a stream that still has work queued:
- * destroy waits for the work, so the data is final when it returns. */
+ * destroy waits for the work, so the data is final when it returns. Every HELD_EVERY-th
+ * stream is held on a gate first, so its work is queued for certain. */
 static void test_create_destroy(void **state) {
     (void)state;
-    enum { CYCLES = 64, SLOW_EVERY = 16, BLOCK = 16 << 10 };
+    enum { CYCLES = 64, HELD_EVERY = 32, BLOCK = 16 << 10 };
     bp_device *dev = bp_conf.device;
     uint64_t rng = bp_conf_test_seed();
     bp_stream *reader = bp_conf_stream();
@@ -97,11 +119,10 @@ static void test_create_destroy(void **state) {
                      (void *)s);
         want[i] = (unsigned char)(bp_conf_rand(&rng) % 255 + 1);
         void *block = x + (size_t)i * BLOCK;
-        if (i % SLOW_EVERY == 0) {
-            BP_CONF_OK(bp_conf_slow_fill(s, block, BLOCK, want[i], SLOW_ROUNDS));
-            BP_CONF_OK(bp_stream_destroy(s));
+        if (i % HELD_EVERY == 0) {
+            destroy_held_stream(s, block, BLOCK, want[i]);
             bp_conf_expect_filled(reader, block, BLOCK, want[i],
-                                  "block written by a stream, read after destroying it");
+                                  "block set by a held stream, read after destroying it");
         } else {
             BP_CONF_OK(bp_memory_set_async(dev, block, want[i], BLOCK, s));
             BP_CONF_OK(bp_stream_destroy(s));
@@ -254,14 +275,21 @@ static void test_priorities(void **state) {
     }
 }
 
-/* After bp_stream_synchronize the stream's slow work is final, as seen from a stream
- * that is not ordered after it. */
+/* bp_stream_synchronize returns only after a write held on a gate that a thread opens a
+ * while later: then the gate is open and the write final, as seen from a stream that
+ * is not ordered after it. A synchronize that returns early is caught unless the test
+ * thread stalls for BP_CONF_LATE_OPEN_MS between the start and the synchronize. */
 static void test_synchronize_waits(void **state) {
     (void)state;
     bp_stream *s = bp_conf_stream(), *reader = bp_conf_stream();
     bp_conf_overwrite w = bp_conf_overwrite_prepare(s, FILL_BYTES);
-    bp_conf_overwrite_start(&w, WAIT_ROUNDS);
-    BP_CONF_OK(bp_stream_synchronize(s));
+    bp_conf_overwrite_start(&w);
+    bp_conf_overwrite_open_later(&w);
+    bp_status synced = bp_stream_synchronize(s);
+    bool open_at_return = bp_conf_overwrite_finish(&w);
+    BP_CONF_OK(synced);
+    if (!open_at_return)
+        fail_msg("bp_stream_synchronize returned while a host function still held the stream");
     bp_conf_expect_overwritten(&w, reader,
                                "buffer read on another stream after bp_stream_synchronize");
     bp_conf_overwrite_free(&w);
@@ -276,7 +304,7 @@ static void test_synchronize_waits(void **state) {
  * so the check does not depend on the allocator's stream-ordered reuse. */
 static void test_device_synchronize_waits(void **state) {
     (void)state;
-    enum { STREAMS = 3, OPEN_AFTER_MS = 50 };
+    enum { STREAMS = 3 };
     bp_device *dev = bp_conf.device;
     uint64_t rng = bp_conf_test_seed();
     bp_stream *s[STREAMS], *reader = bp_conf_stream();
@@ -297,7 +325,7 @@ static void test_device_synchronize_waits(void **state) {
     /* Through the library's host-function fallback the memsets block until the opener
      * opens the gate: the check is then weaker, never wrong. */
     bp_conf_gate_opener opener;
-    bp_conf_gate_open_later(&opener, &gate, OPEN_AFTER_MS);
+    bp_conf_gate_open_later(&opener, &gate, BP_CONF_LATE_OPEN_MS);
     for (int i = 0; i < STREAMS && st == BP_OK; i++)
         st = bp_memory_set_async(dev, x[i], new_value[i], FILL_BYTES, s[i]);
     bp_status synced = st == BP_OK ? bp_device_synchronize(dev) : st;
@@ -319,9 +347,10 @@ static void test_device_synchronize_waits(void **state) {
     BP_CONF_OK(bp_stream_destroy(reader));
 }
 
-/* Stream A fills X slowly and records E; stream B waits for E and copies X to Y. Only
- * B is synchronized (Y is downloaded through B): Y must hold A's result. A backend
- * whose wait is a no-op copies X long before A's last step and fails. */
+/* Stream A writes X late (held on a gate a thread opens a while later) and records E;
+ * stream B waits for E and copies X to Y. Only B is synchronized: it returns after the
+ * gate opened, and Y holds A's result. A backend whose wait is a no-op copies X while
+ * A is still held and fails (unless the test thread stalls for BP_CONF_LATE_OPEN_MS). */
 static void test_wait_event_orders_streams(void **state) {
     (void)state;
     bp_device *dev = bp_conf.device;
@@ -330,10 +359,20 @@ static void test_wait_event_orders_streams(void **state) {
     BP_CONF_OK(bp_event_create(dev, BP_EVENT_DEFAULT, &e));
     bp_conf_overwrite w = bp_conf_overwrite_prepare(a, FILL_BYTES);
     void *y = bp_conf_filled_buffer(b, FILL_BYTES, w.old_value);
-    bp_conf_overwrite_start(&w, WAIT_ROUNDS);
-    BP_CONF_OK(bp_event_record(e, a));
-    BP_CONF_OK(bp_stream_wait_event(b, e));
-    BP_CONF_OK(bp_memory_copy_async(y, dev, w.x, dev, FILL_BYTES, b));
+    bp_conf_overwrite_start(&w);
+    bp_conf_overwrite_open_later(&w);
+    bp_status st = bp_event_record(e, a);
+    if (st == BP_OK)
+        st = bp_stream_wait_event(b, e);
+    if (st == BP_OK)
+        st = bp_memory_copy_async(y, dev, w.x, dev, FILL_BYTES, b);
+    if (st == BP_OK)
+        st = bp_stream_synchronize(b);
+    bool open_at_return = bp_conf_overwrite_finish(&w);
+    BP_CONF_OK(st);
+    if (!open_at_return)
+        fail_msg("bp_stream_synchronize(B) returned while stream A, whose event B waits for, "
+                 "was still held by a host function");
     bp_conf_expect_filled(b, y, FILL_BYTES, w.new_value,
                           "copy made on stream B after waiting for stream A's event");
 
@@ -575,7 +614,9 @@ static const bp_conf_test tests[] = {
     {"priorities", test_priorities,
      "priorities in, at the ends of and beyond the device's range are clamped; work runs", NULL},
     {"synchronize_waits", test_synchronize_waits,
-     "after bp_stream_synchronize slow work is final on another stream", NULL},
+     "bp_stream_synchronize returns only after a write held on a gate is released; the write "
+     "is final on another stream",
+     NULL},
     {"device_synchronize_waits", test_device_synchronize_waits,
      "bp_device_synchronize returns only after held streams are released, and their work "
      "is final",

@@ -12,6 +12,7 @@
 
 #include "conformance.h"
 #include "expect.h"
+#include "late.h"
 #include "thread_report.h"
 #include "work.h"
 
@@ -346,9 +347,11 @@ typedef struct ring ring;
 typedef struct ring_member {
     ring *ring;
     int id;
-    bp_stream *stream;
+    bp_stream *stream, *reader; /* writes x; reads the previous member's */
     bp_event *event;
     void *x, *y;
+    void *source;      /* this round's value, what the late write copies */
+    bp_conf_late late; /* this round's write over x; the reader asks whether it is open */
     bool recorded; /* this round's record was enqueued; read by the next member after
                       the barrier, which orders the write before the read */
     bp_conf_report report;
@@ -365,10 +368,12 @@ static int ring_value(const ring *g, int id, int round) {
     return (int)((g->seed + (uint64_t)id * 37 + (uint64_t)round * 11) % 255) + 1;
 }
 
-/* Member i writes x_i slowly and records its event; after a barrier it reads x of
- * member i-1: in even rounds through a stream wait on that member's event (and a copy
- * on its own stream), in odd rounds after bp_event_synchronize of it. A second barrier
- * keeps the writers from starting the next round before every read is done. */
+/* Member i writes x_i late (late.h: held on a gate that a thread opens a while later)
+ * and records its event; after a barrier it reads x of member i-1: in even rounds
+ * through a stream wait on that member's event (and a copy on a reader stream of its
+ * own, which nothing holds), in odd rounds after bp_event_synchronize of it. Either
+ * wait must end after member i-1's gate opened. A second barrier keeps the writers
+ * from starting the next round (and freeing their gates) before every read is done. */
 static void *ring_member_main(void *p) {
     ring_member *m = p;
     ring *g = m->ring;
@@ -380,33 +385,54 @@ static void *ring_member_main(void *p) {
     if (!ok)
         bp_conf_report_fail(r, "cannot allocate host memory");
     for (int round = 0; round < RING_ROUNDS; round++) {
-        ok = ok &&
-             BP_CONF_REPORT_OK(r, bp_conf_slow_fill(m->stream, m->x, RING_BYTES,
-                                                    ring_value(g, m->id, round), 1)) &&
+        int value = ring_value(g, m->id, round);
+        if (ok)
+            memset(host, value, RING_BYTES);
+        bp_conf_late_init(&m->late);
+        ok = ok && BP_CONF_REPORT_OK(r, bp_conf_upload(m->stream, m->source, host, RING_BYTES)) &&
+             BP_CONF_REPORT_OK(r, bp_conf_late_write(&m->late, m->stream, m->x, m->source,
+                                                     RING_BYTES, value, 1)) &&
              BP_CONF_REPORT_OK(r, bp_event_record(m->event, m->stream));
+        bp_conf_late_open_later(&m->late);
         m->recorded = ok;
         pthread_barrier_wait(&g->recorded);
         /* A member that failed did not record: its reader must not check. */
         bool prev_ok = prev->recorded;
-        if (ok && prev_ok && round % 2 == 0)
-            ok = BP_CONF_REPORT_OK(r, bp_stream_wait_event(m->stream, prev->event)) &&
-                 BP_CONF_REPORT_OK(r, bp_memory_copy_async(m->y, dev, prev->x, dev, RING_BYTES,
-                                                           m->stream)) &&
-                 BP_CONF_REPORT_OK(r, bp_conf_download(m->stream, m->y, RING_BYTES, host));
-        else if (ok && prev_ok)
-            ok = BP_CONF_REPORT_OK(r, bp_event_synchronize(prev->event)) &&
-                 BP_CONF_REPORT_OK(r, bp_conf_download(m->stream, prev->x, RING_BYTES, host));
+        /* Through the reader, which nothing holds: a wait that ends early reads the
+         * buffer while its late write is still held. */
+        bool checked = ok && prev_ok;
+        if (checked && round % 2 == 0)
+            checked = BP_CONF_REPORT_OK(r, bp_stream_wait_event(m->reader, prev->event)) &&
+                      BP_CONF_REPORT_OK(r, bp_memory_copy_async(m->y, dev, prev->x, dev,
+                                                                RING_BYTES, m->reader)) &&
+                      BP_CONF_REPORT_OK(r, bp_stream_synchronize(m->reader));
+        else if (checked)
+            checked = BP_CONF_REPORT_OK(r, bp_event_synchronize(prev->event));
+        if (checked && !bp_conf_late_is_open(&prev->late)) {
+            bp_conf_report_fail(r, "round %d: %s of thread %d's event returned while a host "
+                                   "function still held the work before its record",
+                                round,
+                                round % 2 ? "bp_event_synchronize"
+                                          : "bp_stream_synchronize after a stream wait",
+                                prev->id);
+            checked = false;
+        }
+        if (checked)
+            checked = BP_CONF_REPORT_OK(r, bp_conf_download(m->reader, round % 2 ? prev->x : m->y,
+                                                            RING_BYTES, host));
         size_t bad = 0;
         int want = ring_value(g, prev->id, round);
-        if (ok && prev_ok && !bp_conf_all_bytes(host, RING_BYTES, want, &bad)) {
+        if (checked && !bp_conf_all_bytes(host, RING_BYTES, want, &bad)) {
             bp_conf_report_fail(r, "round %d: read thread %d's buffer after %s: byte %zu is "
                                    "0x%02x, expected 0x%02x",
                                 round, prev->id,
                                 round % 2 ? "bp_event_synchronize" : "a stream wait",
                                 bad, host[bad], want);
-            ok = false;
+            checked = false;
         }
+        ok = ok && (checked || !prev_ok);
         pthread_barrier_wait(&g->read);
+        bp_conf_late_finish(&m->late);
     }
     free(host);
     return NULL;
@@ -424,9 +450,11 @@ static void test_concurrent_events(void **state) {
         ring_member *m = &g->members[i];
         *m = (ring_member){.ring = g, .id = i};
         BP_CONF_OK(bp_stream_create(dev, 0, &m->stream));
+        BP_CONF_OK(bp_stream_create(dev, 0, &m->reader));
         BP_CONF_OK(bp_event_create(dev, BP_EVENT_DEFAULT, &m->event));
         BP_CONF_OK(bp_memory_alloc(dev, RING_BYTES, m->stream, &m->x));
-        BP_CONF_OK(bp_memory_alloc(dev, RING_BYTES, m->stream, &m->y));
+        BP_CONF_OK(bp_memory_alloc(dev, RING_BYTES, m->reader, &m->y));
+        BP_CONF_OK(bp_memory_alloc(dev, RING_BYTES, m->stream, &m->source));
     }
     pthread_t threads[RING_THREADS];
     for (int i = 0; i < RING_THREADS; i++)
@@ -445,8 +473,10 @@ static void test_concurrent_events(void **state) {
         ring_member *m = &g->members[i];
         BP_CONF_OK(bp_memory_free(dev, m->x));
         BP_CONF_OK(bp_memory_free(dev, m->y));
+        BP_CONF_OK(bp_memory_free(dev, m->source));
         BP_CONF_OK(bp_event_destroy(m->event));
         BP_CONF_OK(bp_stream_destroy(m->stream));
+        BP_CONF_OK(bp_stream_destroy(m->reader));
     }
     free(g);
 }

@@ -3,6 +3,7 @@
 #include "hold.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -31,9 +32,16 @@ static bool plugin_has_enqueue_host(const char *path) {
     return has;
 }
 
+static bool native;
+static pthread_once_t native_once = PTHREAD_ONCE_INIT;
+
+static void read_native(void) {
+    native = !bp_conf.plugin_path || plugin_has_enqueue_host(bp_conf.plugin_path);
+}
+
+/* One device per process: read once, by whichever thread asks first (worker threads
+ * ask too, through late.h). */
 bool bp_conf_native_host_funcs(void) {
-    static int known = -1; /* one device per process: read once */
-    if (known < 0)
-        known = !bp_conf.plugin_path || plugin_has_enqueue_host(bp_conf.plugin_path);
-    return known == 1;
+    pthread_once(&native_once, read_native);
+    return native;
 }
