@@ -50,6 +50,22 @@ static void expect_all(const unsigned char *host, size_t n, int value, const cha
                  (unsigned)value);
 }
 
+/* Host memory for the copies a held stream may have pending: from bp_host_alloc, never
+ * pageable, because a copy to or from pageable memory may block its caller until the
+ * stream runs it (include/backplane/memory.h), and the test thread holds the stream.
+ * Does not fail the test: NULL with the failure in *st (after a failure: NULL). */
+static unsigned char *pinned_new(size_t size, bp_status *st) {
+    void *host = NULL;
+    if (*st == BP_OK)
+        *st = bp_host_alloc(bp_conf.device, size, &host);
+    return host;
+}
+
+static void pinned_free(unsigned char *host) {
+    if (host)
+        BP_CONF_OK(bp_host_free(bp_conf.device, host));
+}
+
 /* A late write of first_value over `size` bytes: the source it copies, and the gate. */
 typedef struct late_first {
     void *source;
@@ -76,14 +92,17 @@ static void late_first_release(late_first *f, bp_stream *s) {
 }
 
 /* The first user of a block: allocates `size` bytes on `s`, writes first_value there
- * late (held until late_first_release), copies what s wrote into a fresh host buffer
- * (*seen, which the caller frees) and frees the block while the write is pending.
+ * late (held until late_first_release), copies what s wrote into a fresh pinned host
+ * buffer (*seen, which the caller frees with pinned_free) and frees the block while
+ * the write is pending.
  * Returns the freed block's address, to compare with where the next allocation lands.
  * Nothing may fail the test before late_first_release; failures land in *st. */
 static void *write_late_then_free(bp_stream *s, size_t size, late_first *f,
                                   unsigned char **seen, bp_status *st) {
     bp_device *dev = bp_conf.device;
-    *seen = bp_conf_host_buffer(size);
+    *st = BP_OK;
+    *seen = pinned_new(size, st);
+    BP_CONF_OK(*st);
     void *p = bp_conf_alloc(size, s);
     late_first_init(f, s, size);
     *st = late_first_write(f, s, p, size);
@@ -102,19 +121,15 @@ static void *alloc_quietly(size_t size, bp_stream *s, bp_status *st) {
     return q;
 }
 
-/* Enqueues on `s` a write of `value` over dst[0, size) from a host buffer, which the
- * caller frees once `s` is synchronized (the upload reads it asynchronously). Does not
- * fail the test (a gate may be closed): does nothing after a failure in *st, and
- * returns NULL with the failure in *st. */
+/* Enqueues on `s` a write of `value` over dst[0, size) from a pinned host buffer, which
+ * the caller frees with pinned_free once `s` is synchronized (the upload reads it
+ * asynchronously). Does not fail the test (a gate may be closed): does nothing after a
+ * failure in *st, and returns NULL with the failure in *st. */
 static unsigned char *write_async(bp_stream *s, void *dst, size_t size, int value,
                                   bp_status *st) {
-    if (*st != BP_OK)
+    unsigned char *host = pinned_new(size, st);
+    if (!host)
         return NULL;
-    unsigned char *host = malloc(size);
-    if (!host) {
-        *st = BP_ERR_OUT_OF_MEMORY;
-        return NULL;
-    }
     memset(host, value, size);
     *st = bp_memory_copy_async(dst, bp_conf.device, host, NULL, size, s);
     return host;
@@ -138,7 +153,7 @@ static bool reuse_round(size_t size) {
     late_first_release(&f, a);
     BP_CONF_OK(st);
     BP_CONF_OK(bp_stream_synchronize(b));
-    free(written);
+    pinned_free(written);
 
     char what[400];
     snprintf(what, sizeof what, "%zu bytes written late on stream A, then freed", size);
@@ -152,7 +167,7 @@ static bool reuse_round(size_t size) {
              second_value);
     expect_all(got, size, second_value, what);
     free(got);
-    free(seen_by_a);
+    pinned_free(seen_by_a);
     BP_CONF_OK(bp_memory_free(dev, q));
     BP_CONF_OK(bp_stream_destroy(a));
     BP_CONF_OK(bp_stream_destroy(b));
@@ -228,7 +243,7 @@ static void test_live_blocks_disjoint(void **state) {
     BP_CONF_OK(bp_stream_synchronize(s[0]));
     BP_CONF_OK(bp_stream_synchronize(s[1]));
     for (int i = 0; i < LIVE_BLOCKS; i++)
-        free(written[i]);
+        pinned_free(written[i]);
     for (int i = 0; i < LIVE_BLOCKS; i++) {
         unsigned char *got = download_new(s[i % 2], p[i], size[i]);
         size_t bad = 0;
@@ -269,7 +284,7 @@ static void record_stream_round(size_t size) {
     late_first_release(&f, b);
     BP_CONF_OK(st);
     BP_CONF_OK(bp_stream_synchronize(a));
-    free(written);
+    pinned_free(written);
     char what[400];
     snprintf(what, sizeof what,
              "a block of %zu bytes %s one freed after bp_memory_record_stream while stream B "
@@ -305,7 +320,7 @@ static void same_stream_round(size_t size) {
     late_first_release(&f, s);
     BP_CONF_OK(st);
     unsigned char *after = download_new(s, q, size);
-    free(written);
+    pinned_free(written);
     char what[160];
     snprintf(what, sizeof what, "the first use of a block of %zu bytes, read before its free",
              size);
@@ -313,7 +328,7 @@ static void same_stream_round(size_t size) {
     snprintf(what, sizeof what, "a block of %zu bytes %s one freed on the same stream", size,
              q == p ? "reusing" : "next to");
     expect_all(after, size, second_value, what);
-    free(before);
+    pinned_free(before);
     free(after);
     BP_CONF_OK(bp_memory_free(dev, q));
     BP_CONF_OK(bp_stream_destroy(s));
