@@ -125,7 +125,8 @@ static void test_properties(void **state) {
                  "numerically largest, as in CUDA)", p.stream_priority_least,
                  p.stream_priority_greatest);
     const uint32_t known = BP_CAP_ASYNC_STREAMS | BP_CAP_TIMED_EVENTS | BP_CAP_PEER_COPY |
-                           BP_CAP_REGIONS | BP_CAP_PINNED_HOST | BP_CAP_REGION_STREAMS;
+                           BP_CAP_REGIONS | BP_CAP_PINNED_HOST | BP_CAP_REGION_STREAMS |
+                           BP_CAP_MODELLED_TIME;
     if (p.capabilities & ~known)
         print_message("note: capabilities 0x%x include bits this suite does not know\n",
                       p.capabilities);

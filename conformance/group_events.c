@@ -537,6 +537,9 @@ static void sleep_ms(double ms) {
 static void test_elapsed_is_stream_time(void **state) {
     (void)state;
     BP_CONF_REQUIRE_CAP(BP_CAP_TIMED_EVENTS);
+    if (bp_conf.props.capabilities & BP_CAP_MODELLED_TIME)
+        BP_CONF_SKIP("the device reports BP_CAP_MODELLED_TIME: its events carry a "
+                     "performance model's time, which need not follow the host's clock");
     BP_CONF_REQUIRE_NATIVE_HOST_FUNCS();
     bp_stream *s = bp_conf_stream();
     bp_event *start = new_event(BP_EVENT_TIMING), *end = new_event(BP_EVENT_TIMING);
@@ -560,7 +563,13 @@ static void test_elapsed_is_stream_time(void **state) {
     BP_CONF_OK(bp_event_synchronize(end));
     double wall = now_ms() - wall_start;
     float elapsed = -1.0f;
-    BP_CONF_OK(bp_event_elapsed_ms(start, end, &elapsed));
+    bp_status timed = bp_event_elapsed_ms(start, end, &elapsed);
+    /* Freed before the verdict: a backend may declare this test an expected failure
+     * (the hpu's modelled clock), and its run under LeakSanitizer must not leak. */
+    BP_CONF_OK(bp_event_destroy(start));
+    BP_CONF_OK(bp_event_destroy(end));
+    BP_CONF_OK(bp_stream_destroy(s));
+    BP_CONF_OK(timed);
     print_message("held %.3f ms, elapsed %.3f ms, host wall time %.3f ms\n", hold,
                   (double)elapsed, wall);
     if (!((double)elapsed >= hold - TIMER_SLACK_MS))
@@ -574,9 +583,6 @@ static void test_elapsed_is_stream_time(void **state) {
                  "wall time: expected at most that, in milliseconds, plus %g ms of timer "
                  "resolution (a unit other than ms?)",
                  (double)elapsed, wall, TIMER_SLACK_MS);
-    BP_CONF_OK(bp_event_destroy(start));
-    BP_CONF_OK(bp_event_destroy(end));
-    BP_CONF_OK(bp_stream_destroy(s));
 }
 
 /* Milliseconds between timing events recorded around two pieces of `rounds` of slow

@@ -71,7 +71,8 @@ static void describe_capabilities(uint32_t caps, char *out, size_t cap) {
     } known[] = {
         {BP_CAP_ASYNC_STREAMS, "async_streams"}, {BP_CAP_TIMED_EVENTS, "timed_events"},
         {BP_CAP_PEER_COPY, "peer_copy"},         {BP_CAP_REGIONS, "regions"},
-        {BP_CAP_PINNED_HOST, "pinned_host"},
+        {BP_CAP_PINNED_HOST, "pinned_host"},     {BP_CAP_REGION_STREAMS, "region_streams"},
+        {BP_CAP_MODELLED_TIME, "modelled_time"},
     };
     out[0] = '\0';
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {

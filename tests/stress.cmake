@@ -59,21 +59,17 @@ set(bp_conf_concurrency_filter "threading.*,events.*,streams.*,host_funcs.*")
 set(bp_tsan_conf_timeout --timeout 600)
 foreach(device cpu hpu)
   set(env "${bp_conf_env}")
-  set(xfail)
   if(device STREQUAL "hpu")
     set(env "${env};BP_HPU_MEMORY_MB=2048")
-    set(xfail ${bp_hpu_xfail}) # modelled time (tests/conformance.cmake)
   endif()
   add_test(NAME stress_conformance_${device} COMMAND bp-stress --name conformance_${device}
     --default-iterations ${BP_STRESS_ITERATIONS}
-    -- $<TARGET_FILE:bp-conformance> --device ${device} --filter ${bp_conf_concurrency_filter}
-    ${xfail})
+    -- $<TARGET_FILE:bp-conformance> --device ${device} --filter ${bp_conf_concurrency_filter})
   set_tests_properties(stress_conformance_${device} PROPERTIES LABELS stress
     ENVIRONMENT "${env}")
   if(BP_SANITIZER STREQUAL "thread")
     bp_conformance_test(conformance_concurrency_${device} EXIT 0
-      ARGS --device ${device} --filter ${bp_conf_concurrency_filter} ${bp_tsan_conf_timeout}
-      ${xfail})
+      ARGS --device ${device} --filter ${bp_conf_concurrency_filter} ${bp_tsan_conf_timeout})
     set_tests_properties(conformance_concurrency_${device} PROPERTIES
       LABELS "conformance;concurrency" ENVIRONMENT "${env}" TIMEOUT 1900)
   endif()

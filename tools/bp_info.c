@@ -56,6 +56,7 @@ static const struct {
     {BP_CAP_ASYNC_STREAMS, "async_streams"}, {BP_CAP_TIMED_EVENTS, "timed_events"},
     {BP_CAP_PEER_COPY, "peer_copy"},         {BP_CAP_REGIONS, "regions"},
     {BP_CAP_PINNED_HOST, "pinned_host"},     {BP_CAP_REGION_STREAMS, "region_streams"},
+    {BP_CAP_MODELLED_TIME, "modelled_time"},
 };
 
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))

@@ -93,7 +93,8 @@ static bp_status device_get_props(void *backend, int index, bp_backend_device_pr
     memset(&p, 0, sizeof p);
     snprintf(p.description, sizeof p.description, "%s", HPU_DESCRIPTION);
     p.total_memory = be->params.arena_bytes;
-    p.capabilities = BP_CAP_ASYNC_STREAMS | BP_CAP_TIMED_EVENTS | BP_CAP_REGIONS;
+    p.capabilities =
+        BP_CAP_ASYNC_STREAMS | BP_CAP_TIMED_EVENTS | BP_CAP_MODELLED_TIME | BP_CAP_REGIONS;
     p.dtypes = be->dtypes;
     p.stream_priority_least = 0;
     p.stream_priority_greatest = 0;

@@ -28,6 +28,11 @@ enum {
      *  does), so max_parallel limits it; without it the backend schedules the captured
      *  work over its own engines. */
     BP_CAP_REGION_STREAMS = 1u << 5,
+    /** With BP_CAP_TIMED_EVENTS: the device is a simulator whose events carry the time
+     *  of its performance model, not of a clock (the hpu). Elapsed times then say how
+     *  long the modelled hardware would take; they need not follow the host's wall
+     *  clock, and a host function holding a stream takes no modelled time. */
+    BP_CAP_MODELLED_TIME = 1u << 6,
 };
 
 #define BP_NAME_MAX 64
