@@ -65,26 +65,19 @@ static void append_word(char *list, size_t cap, const char *word) {
 }
 
 static void describe_capabilities(uint32_t caps, char *out, size_t cap) {
-    static const struct {
-        uint32_t bit;
-        const char *name;
-    } known[] = {
-        {BP_CAP_ASYNC_STREAMS, "async_streams"}, {BP_CAP_TIMED_EVENTS, "timed_events"},
-        {BP_CAP_PEER_COPY, "peer_copy"},         {BP_CAP_REGIONS, "regions"},
-        {BP_CAP_PINNED_HOST, "pinned_host"},     {BP_CAP_REGION_STREAMS, "region_streams"},
-        {BP_CAP_MODELLED_TIME, "modelled_time"},
-    };
     out[0] = '\0';
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
-        if (caps & known[i].bit) {
-            append_word(out, cap, known[i].name);
-            caps &= ~known[i].bit;
-        }
+    uint32_t unknown = 0;
+    for (uint32_t bit = 1; bit; bit <<= 1) {
+        const char *name = caps & bit ? bp_capability_name(bit) : NULL;
+        if (name)
+            append_word(out, cap, name);
+        else
+            unknown |= caps & bit;
     }
-    if (caps) {
-        char unknown[32];
-        snprintf(unknown, sizeof unknown, "0x%x", (unsigned)caps);
-        append_word(out, cap, unknown);
+    if (unknown) {
+        char hex[32];
+        snprintf(hex, sizeof hex, "0x%x", (unsigned)unknown);
+        append_word(out, cap, hex);
     }
 }
 

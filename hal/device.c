@@ -178,6 +178,19 @@ bp_status bp_device_get(int ordinal, bp_device **out_device) {
     return BP_OK;
 }
 
+const char *bp_capability_name(uint32_t capability) {
+    switch (capability) {
+    case BP_CAP_ASYNC_STREAMS: return "async_streams";
+    case BP_CAP_TIMED_EVENTS: return "timed_events";
+    case BP_CAP_PEER_COPY: return "peer_copy";
+    case BP_CAP_REGIONS: return "regions";
+    case BP_CAP_PINNED_HOST: return "pinned_host";
+    case BP_CAP_REGION_STREAMS: return "region_streams";
+    case BP_CAP_MODELLED_TIME: return "modelled_time";
+    default: return NULL;
+    }
+}
+
 const char *bp_device_name(const bp_device *device) { return device ? device->name : "(null)"; }
 
 bp_status bp_device_get_props(bp_device *device, bp_device_props *props) {

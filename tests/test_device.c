@@ -181,6 +181,26 @@ static void test_default_device_from_environment(void **state) {
     assert_int_equal(bp_test_run_child(child_default_is, "testdev:1", plugin), 0);
 }
 
+/* Every capability bit has one distinct name; anything else has none. */
+static void test_capability_names(void **state) {
+    (void)state;
+    static const uint32_t bits[] = {BP_CAP_ASYNC_STREAMS, BP_CAP_TIMED_EVENTS, BP_CAP_PEER_COPY,
+                                    BP_CAP_REGIONS,       BP_CAP_PINNED_HOST,  BP_CAP_REGION_STREAMS,
+                                    BP_CAP_MODELLED_TIME};
+    enum { N = sizeof bits / sizeof bits[0] };
+    for (size_t i = 0; i < N; i++) {
+        const char *name = bp_capability_name(bits[i]);
+        assert_non_null(name);
+        assert_true(name[0] != '\0');
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(name, bp_capability_name(bits[j]));
+    }
+    assert_string_equal(bp_capability_name(BP_CAP_TIMED_EVENTS), "timed_events");
+    assert_null(bp_capability_name(0));
+    assert_null(bp_capability_name(BP_CAP_ASYNC_STREAMS | BP_CAP_PEER_COPY));
+    assert_null(bp_capability_name(1u << 31));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         /* First: its children must not inherit an initialised registry. */
@@ -191,6 +211,7 @@ int main(void) {
         cmocka_unit_test(test_enumeration),
         cmocka_unit_test(test_props),
         cmocka_unit_test(test_synchronize),
+        cmocka_unit_test(test_capability_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

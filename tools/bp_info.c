@@ -49,29 +49,19 @@ static const char *reason_of(const bp_plugin_info *p) {
     return death ? death : p->reason;
 }
 
-static const struct {
-    unsigned bit;
-    const char *word;
-} capability_words[] = {
-    {BP_CAP_ASYNC_STREAMS, "async_streams"}, {BP_CAP_TIMED_EVENTS, "timed_events"},
-    {BP_CAP_PEER_COPY, "peer_copy"},         {BP_CAP_REGIONS, "regions"},
-    {BP_CAP_PINNED_HOST, "pinned_host"},     {BP_CAP_REGION_STREAMS, "region_streams"},
-    {BP_CAP_MODELLED_TIME, "modelled_time"},
-};
-
-#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
-
 /* Calls word(name, ctx) for each capability, then for unknown bits as hex. */
 static void each_capability(uint32_t caps, void (*word)(const char *, void *), void *ctx) {
-    for (size_t k = 0; k < COUNT_OF(capability_words); k++) {
-        if (caps & capability_words[k].bit) {
-            word(capability_words[k].word, ctx);
-            caps &= ~capability_words[k].bit;
-        }
+    uint32_t unknown = 0;
+    for (uint32_t bit = 1; bit; bit <<= 1) {
+        const char *name = caps & bit ? bp_capability_name(bit) : NULL;
+        if (name)
+            word(name, ctx);
+        else
+            unknown |= caps & bit;
     }
-    if (caps) {
+    if (unknown) {
         char hex[16];
-        snprintf(hex, sizeof hex, "0x%x", caps);
+        snprintf(hex, sizeof hex, "0x%x", unknown);
         word(hex, ctx);
     }
 }

@@ -76,6 +76,11 @@ BP_API int bp_device_count(void);
 /** The device at `ordinal` in 0..bp_device_count()-1, ordered by backend then index. */
 BP_API bp_status bp_device_get(int ordinal, bp_device **out_device);
 
+/** The name of one capability bit, as tools print it ("async_streams" for
+ *  BP_CAP_ASYNC_STREAMS); NULL unless `capability` is exactly one BP_CAP_* bit this
+ *  library knows. */
+BP_API const char *bp_capability_name(uint32_t capability);
+
 /** Canonical name of a device ("cuda:1"); the string lives as long as the device. */
 BP_API const char *bp_device_name(const bp_device *device);
 
