@@ -79,11 +79,8 @@ static int64_t numel_of(int ndim, const int64_t *shape) {
     return n;
 }
 
-bp_tensor *bp_test_random_tensor(bp_device *dev, bp_dtype dtype, int ndim, const int64_t *shape,
-                                 uint64_t seed, double lo, double hi, double **values) {
-    int64_t n = numel_of(ndim, shape);
-    size_t elem = bp_dtype_size(dtype);
-    void *buf = malloc(n > 0 ? (size_t)n * elem : 1);
+double *bp_test_random_values(void *buf, bp_dtype dtype, int64_t n, uint64_t seed, double lo,
+                              double hi) {
     double *vals = malloc(n > 0 ? (size_t)n * sizeof *vals : sizeof *vals);
     uint64_t x = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
     for (int64_t i = 0; i < n; i++) {
@@ -100,6 +97,14 @@ bp_tensor *bp_test_random_tensor(bp_device *dev, bp_dtype dtype, int ndim, const
         store(buf, dtype, i, v);
         vals[i] = load(buf, dtype, i);
     }
+    return vals;
+}
+
+bp_tensor *bp_test_random_tensor(bp_device *dev, bp_dtype dtype, int ndim, const int64_t *shape,
+                                 uint64_t seed, double lo, double hi, double **values) {
+    int64_t n = numel_of(ndim, shape);
+    void *buf = malloc(n > 0 ? (size_t)n * bp_dtype_size(dtype) : 1);
+    double *vals = bp_test_random_values(buf, dtype, n, seed, lo, hi);
     bp_tensor *t = NULL;
     check_ok(bp_tensor_from_host(dev, dtype, ndim, shape, buf, &t), "bp_tensor_from_host");
     free(buf);

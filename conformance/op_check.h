@@ -14,6 +14,12 @@
 extern const bp_dtype bp_test_float_dtypes[3];
 extern const bp_dtype bp_test_all_dtypes[BP_DTYPE_COUNT];
 
+/* Writes n uniform random values in [lo, hi) of `dtype` (integers: rounded; bool:
+ * random 0/1), never all zeros, into the host buffer `buf` as the dtype stores them,
+ * and returns them as doubles (malloc'ed): what bp_test_random_tensor uploads. */
+double *bp_test_random_values(void *buf, bp_dtype dtype, int64_t n, uint64_t seed, double lo,
+                              double hi);
+
 /* A contiguous tensor on `dev` with uniform random values in [lo, hi) (integers:
  * rounded; bool: random 0/1), never all zeros. When values is non-NULL, *values gets
  * a malloc'ed array of the numel values as stored (after rounding to the dtype). */
