@@ -73,13 +73,23 @@ void bp_conf_skip_reason(const char *fmt, ...) __attribute__((format(printf, 1, 
             BP_CONF_SKIP("the device does not report capability %s", #cap);                  \
     } while (0)
 
-/* Fails unless `expr` returns BP_OK; the message gives the status and bp_last_error(). */
-#define BP_CONF_OK(expr)                                                                     \
+/* Fails the running test at file:line with a printf-style message, as cmocka's
+ * fail_msg does at its own line (expect.c). */
+void bp_conf_fail_at(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+
+/* Fails at file:line unless `expr` returns BP_OK; the message gives the status and
+ * bp_last_error(). For helpers that report their caller's location. */
+#define BP_CONF_OK_AT(file, line, expr)                                                      \
     do {                                                                                     \
         bp_status bp_conf_st_ = (expr);                                                      \
         if (bp_conf_st_ != BP_OK)                                                            \
-            fail_msg("%s returned %s: %s", #expr, bp_status_str(bp_conf_st_), bp_last_error()); \
+            bp_conf_fail_at(file, line, "%s returned %s: %s", #expr,                         \
+                            bp_status_str(bp_conf_st_), bp_last_error());                    \
     } while (0)
+
+/* Fails unless `expr` returns BP_OK; the message gives the status and bp_last_error(). */
+#define BP_CONF_OK(expr) BP_CONF_OK_AT(__FILE__, __LINE__, expr)
 
 /* Fails unless `expr` returns `code` and leaves a non-empty bp_last_error() message. */
 #define BP_CONF_ERR(expr, code)                                                              \

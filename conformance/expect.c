@@ -2,7 +2,6 @@
  * fails at its caller's file and line, which its macro passes. */
 #include "expect.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,12 +10,12 @@
 #include "work.h"
 
 void bp_conf_fail_at(const char *file, int line, const char *fmt, ...) {
-    char message[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
+    print_error("ERROR: ");
+    vprint_error(fmt, ap);
+    print_error("\n");
     va_end(ap);
-    print_error("ERROR: %s\n", message);
     _fail(file, line);
     abort(); /* not reached: _fail leaves the test (cmocka does not declare it noreturn) */
 }
@@ -24,12 +23,7 @@ void bp_conf_fail_at(const char *file, int line, const char *fmt, ...) {
 /* fail_msg and BP_CONF_OK at the caller's location: `file` and `line` are the
  * parameters of the "_at" function they are used in. */
 #define FAIL_AT(...) bp_conf_fail_at(file, line, __VA_ARGS__)
-#define OK_AT(expr)                                                                          \
-    do {                                                                                     \
-        bp_status ok_at_st_ = (expr);                                                        \
-        if (ok_at_st_ != BP_OK)                                                              \
-            FAIL_AT("%s returned %s: %s", #expr, bp_status_str(ok_at_st_), bp_last_error()); \
-    } while (0)
+#define OK_AT(expr) BP_CONF_OK_AT(file, line, expr)
 
 void *bp_conf_alloc_at(const char *file, int line, size_t size, bp_stream *stream) {
     void *p = NULL;

@@ -20,11 +20,6 @@
 /* The caller's location, for the "_at" functions. */
 #define BP_CONF_HERE __FILE__, __LINE__
 
-/* Fails the running test at file:line with a printf-style message, as cmocka's
- * fail_msg does at its own line. */
-void bp_conf_fail_at(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4), noreturn));
-
 /* Allocates `size` bytes of bp_conf.device memory for `stream`; fails the test on error. */
 #define bp_conf_alloc(...) bp_conf_alloc_at(BP_CONF_HERE, __VA_ARGS__)
 void *bp_conf_alloc_at(const char *file, int line, size_t size, bp_stream *stream);
