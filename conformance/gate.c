@@ -41,11 +41,15 @@ bool bp_conf_gate_is_open(bp_conf_gate *gate) {
     return open;
 }
 
-static void *opener_main(void *arg) {
-    bp_conf_gate_opener *o = arg;
-    struct timespec left = {(time_t)(o->ms / 1000), (long)(o->ms % 1000) * 1000000L};
+void bp_conf_sleep_ms(unsigned ms) {
+    struct timespec left = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
     while (nanosleep(&left, &left) != 0) /* interrupted: sleep what remains */
         ;
+}
+
+static void *opener_main(void *arg) {
+    bp_conf_gate_opener *o = arg;
+    bp_conf_sleep_ms(o->ms);
     bp_conf_gate_open(o->gate);
     return NULL;
 }

@@ -40,6 +40,10 @@ void bp_conf_gate_destroy(bp_conf_gate *gate, int holders);
 /* True once the gate has been opened. */
 bool bp_conf_gate_is_open(bp_conf_gate *gate);
 
+/* Sleeps at least `ms` milliseconds (nanosleep never returns early unless a signal
+ * interrupts it, and then it sleeps what remains). */
+void bp_conf_sleep_ms(unsigned ms);
+
 /* A thread that opens a gate after at least `ms` milliseconds, for a test that
  * blocks in a wait the gate holds back: a correct wait returns only after the opening
  * (bp_conf_gate_is_open then says so for certain), whenever it comes. */

@@ -340,10 +340,6 @@ static void nest_pop(nest *n) {
     expect_backend_current(&n->report, n->device[k - 1], when);
 }
 
-/* Nested guards over two devices of the type (the lower index outside, so that an end
- * switches back to a lower index), or one when there is no second device: inside each
- * guard the backend's current device is the guard's, and after each inner end it is
- * the outer guard's again. */
 /* Skips the test unless the backend reports its current device (guard get_current). */
 static void require_backend_current(void) {
     bp_device *probe = NULL;
@@ -355,6 +351,10 @@ static void require_backend_current(void) {
                  bp_last_error());
 }
 
+/* Nested guards over two devices of the type (the lower index outside, so that an end
+ * switches back to a lower index), or one when there is no second device: inside each
+ * guard the backend's current device is the guard's, and after each inner end it is
+ * the outer guard's again. */
 static void test_backend_follows_nested_guards(void **state) {
     (void)state;
     require_backend_current();

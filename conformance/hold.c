@@ -4,7 +4,6 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <string.h>
 
 #include <backplane/plugin.h>
@@ -25,7 +24,7 @@ static bool plugin_has_enqueue_host(const char *path) {
         const bp_plugin_descriptor *d = entry();
         const bp_stream_vtable *vt = d ? d->stream : NULL;
         /* enqueue_host arrived in ABI 1.1: an older table ends before it. */
-        has = vt && vt->struct_size >= offsetof(bp_stream_vtable, enqueue_host) + sizeof(void *) &&
+        has = vt && vt->struct_size >= BP_STRUCT_END(bp_stream_vtable, enqueue_host) &&
               vt->enqueue_host;
     }
     dlclose(dl);
