@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h> /* secure_getenv (_GNU_SOURCE) */
 #include <string.h>
 
 int ocl_api_load(ocl_api *api, char *reason, size_t reason_size) {
