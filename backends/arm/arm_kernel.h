@@ -10,9 +10,10 @@
  * stream, on a deep copy of the call record (descriptors and attributes) that lives
  * until it returns. The dispatcher has checked shapes, dtypes, strides and overlaps
  * before the launch (docs/ops.md, plugin.h's rules on bp_kernel_call), so a body
- * does not fail: scratch memory it needs comes from its stack or arm_exec.scratch
- * (never malloc failing halfway through an output). Large work is split over the
- * cluster's cores with ex->parallel_for.
+ * does not fail: the scratch memory it needs is a bounded block on its stack (at most
+ * 64 KiB per thread; workers have the default 8 MiB stacks), never a malloc that could
+ * fail halfway through an output. Large work is split over the cluster's cores with
+ * ex->parallel_for.
  *
  * Only public headers and this directory: a backend never sees core internals. */
 #ifndef BP_ARM_KERNEL_H
