@@ -62,7 +62,7 @@ static void *queue_worker(void *arg) {
     return NULL;
 }
 
-int cpu_queue_create(const char *thread_name, cpu_queue **out_queue) {
+int cpu_queue_create(const char *thread_name, const cpu_set_t *cpus, cpu_queue **out_queue) {
     cpu_queue *q = calloc(1, sizeof *q);
     if (!q)
         return ENOMEM;
@@ -78,7 +78,15 @@ int cpu_queue_create(const char *thread_name, cpu_queue **out_queue) {
     pthread_cond_init(&q->work_cond, NULL);
     pthread_cond_init(&q->done_cond, NULL);
 
-    int err = pthread_create(&q->thread, NULL, queue_worker, q);
+    pthread_attr_t attr;
+    int err = pthread_attr_init(&attr);
+    if (err == 0) {
+        if (cpus)
+            err = pthread_attr_setaffinity_np(&attr, sizeof *cpus, cpus);
+        if (err == 0)
+            err = pthread_create(&q->thread, &attr, queue_worker, q);
+        pthread_attr_destroy(&attr);
+    }
     if (err != 0) {
         pthread_cond_destroy(&q->done_cond);
         pthread_cond_destroy(&q->work_cond);
