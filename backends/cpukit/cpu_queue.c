@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,13 +28,13 @@ struct cpu_queue {
     int waiters;
     bool worker_sleeping;
     bool stopping;
-    char name[16];
+    cpu_thread_setup setup;
     pthread_t thread;
 };
 
 static void *queue_worker(void *arg) {
     cpu_queue *q = arg;
-    pthread_setname_np(pthread_self(), q->name);
+    cpu_thread_setup_run(&q->setup);
     pthread_mutex_lock(&q->lock);
     for (;;) {
         while (q->count == 0 && !q->stopping) {
@@ -62,7 +61,8 @@ static void *queue_worker(void *arg) {
     return NULL;
 }
 
-int cpu_queue_create(const char *thread_name, const cpu_set_t *cpus, cpu_queue **out_queue) {
+int cpu_queue_create(const char *thread_name, const cpu_thread_setup *setup,
+                     cpu_queue **out_queue) {
     cpu_queue *q = calloc(1, sizeof *q);
     if (!q)
         return ENOMEM;
@@ -73,20 +73,14 @@ int cpu_queue_create(const char *thread_name, const cpu_set_t *cpus, cpu_queue *
     }
     q->capacity = QUEUE_INITIAL_CAPACITY;
     atomic_init(&q->refs, 1u);
-    snprintf(q->name, sizeof q->name, "%s", thread_name ? thread_name : "bp-cpu");
+    if (setup)
+        q->setup = *setup;
     pthread_mutex_init(&q->lock, NULL);
     pthread_cond_init(&q->work_cond, NULL);
     pthread_cond_init(&q->done_cond, NULL);
 
-    pthread_attr_t attr;
-    int err = pthread_attr_init(&attr);
-    if (err == 0) {
-        if (cpus)
-            err = pthread_attr_setaffinity_np(&attr, sizeof *cpus, cpus);
-        if (err == 0)
-            err = pthread_create(&q->thread, &attr, queue_worker, q);
-        pthread_attr_destroy(&attr);
-    }
+    int err = cpu_thread_create(&q->thread, thread_name ? thread_name : "bp-cpu", setup,
+                                queue_worker, q);
     if (err != 0) {
         pthread_cond_destroy(&q->done_cond);
         pthread_cond_destroy(&q->work_cond);

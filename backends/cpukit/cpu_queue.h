@@ -23,10 +23,11 @@
 #ifndef BP_CPU_QUEUE_H
 #define BP_CPU_QUEUE_H
 
-#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "cpu_thread.h"
 
 /** Largest payload a task can carry, in bytes. */
 #define CPU_QUEUE_PAYLOAD_MAX 64
@@ -38,11 +39,12 @@ typedef void (*cpu_task_fn)(void *payload);
 typedef struct cpu_queue cpu_queue;
 
 /** Creates a queue (one reference, the creator's) and starts its worker thread,
- *  named `thread_name` (truncated to 15 characters, the kernel's limit) and pinned to
- *  the CPUs of `cpus` from its start (NULL: wherever the scheduler puts it). Returns
- *  0, or an errno value (ENOMEM, or pthread_create's or the affinity's error: EINVAL
- *  when no CPU of `cpus` is usable). Requires _GNU_SOURCE (cpu_set_t). */
-int cpu_queue_create(const char *thread_name, const cpu_set_t *cpus, cpu_queue **out_queue);
+ *  named `thread_name` (truncated to 15 characters, the kernel's limit), started as
+ *  `setup` says (pinned, with a start function; NULL: neither; the queue keeps a copy
+ *  of the struct, not of the CPU set it points to). Returns 0, or an errno value
+ *  (ENOMEM, or cpu_thread_create's). Requires _GNU_SOURCE (cpu_set_t). */
+int cpu_queue_create(const char *thread_name, const cpu_thread_setup *setup,
+                     cpu_queue **out_queue);
 
 /** Lets every submitted task run, stops and joins the worker, and drops the
  *  creator's reference (the memory goes with the last reference). */

@@ -39,7 +39,7 @@ typedef struct cpukit_device {
     const bp_host_services *host;
     char name[32];        /**< message prefix: "cpu", "arm:1" */
     char thread_tag[8];   /**< stream threads are "bp-<tag>-s<N>": "cpu", "arm1" */
-    bool pinned;          /**< stream workers run on `cpus` only */
+    cpu_thread_setup workers; /**< how stream workers start; its CPU set is `cpus` */
     cpu_set_t cpus;
     uint64_t total_memory; /**< what mem_info reports as the total */
     pthread_mutex_t lock;  /* guards the stream list */
@@ -48,10 +48,12 @@ typedef struct cpukit_device {
 } cpukit_device;
 
 /** Fills `dev`. `name` prefixes its error messages ("cpu: ..."), `thread_tag` (at most 7
- *  characters) names its stream threads, `cpus` (NULL: not pinned) is the set its stream
- *  workers run on, `total_memory` is the total mem_info reports. */
+ *  characters) names its stream threads, `workers` says how they start (pinned to a CPU
+ *  set, a start function; NULL: neither; copied, the set too), `total_memory` is the
+ *  total mem_info reports. */
 void cpukit_device_init(cpukit_device *dev, const bp_host_services *host, const char *name,
-                        const char *thread_tag, const cpu_set_t *cpus, uint64_t total_memory);
+                        const char *thread_tag, const cpu_thread_setup *workers,
+                        uint64_t total_memory);
 /** Frees what cpukit_device_init made; call once every stream is destroyed. */
 void cpukit_device_fini(cpukit_device *dev);
 
@@ -94,10 +96,10 @@ typedef struct cpukit_pool cpukit_pool;
 typedef void (*cpukit_range_fn)(void *ctx, int64_t begin, int64_t end);
 
 /** Starts a pool for `threads` threads in all (the caller counts as one, so it starts
- *  threads - 1 of its own), named `thread_name`, pinned to `cpus` (NULL: not pinned).
- *  A thread that cannot start leaves the pool smaller. Returns 0, EINVAL (threads < 1)
- *  or ENOMEM. */
-int cpukit_pool_create(const char *thread_name, int threads, const cpu_set_t *cpus,
+ *  threads - 1 of its own), named `thread_name`, started as `setup` says (pinned, with a
+ *  start function; NULL: neither; copied). A thread that cannot start leaves the pool
+ *  smaller. Returns 0, EINVAL (threads < 1) or ENOMEM. */
+int cpukit_pool_create(const char *thread_name, int threads, const cpu_thread_setup *setup,
                        cpukit_pool **out_pool);
 /** Stops and joins the pool's threads; no parallel_for may be running. */
 void cpukit_pool_destroy(cpukit_pool *pool);

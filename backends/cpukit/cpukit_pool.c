@@ -26,6 +26,8 @@ struct cpukit_pool {
     pthread_cond_t wake;
     job *jobs;
     bool stopping;
+    cpu_thread_setup setup; /* a copy; its CPU set is `cpus` */
+    cpu_set_t cpus;
     int nthreads;       /* started */
     pthread_t *threads;
 };
@@ -53,6 +55,7 @@ static void unlist(cpukit_pool *pool, job *j) {
 
 static void *pool_main(void *arg) {
     cpukit_pool *pool = arg;
+    cpu_thread_setup_run(&pool->setup);
     pthread_mutex_lock(&pool->lock);
     for (;;) {
         while (!pool->jobs && !pool->stopping)
@@ -77,26 +80,7 @@ static void *pool_main(void *arg) {
     return NULL;
 }
 
-/* Starts one pool thread; errno value on failure. */
-static int start_thread(cpukit_pool *pool, const char *thread_name, const cpu_set_t *cpus) {
-    pthread_attr_t attr;
-    int err = pthread_attr_init(&attr);
-    if (err != 0)
-        return err;
-    if (cpus)
-        err = pthread_attr_setaffinity_np(&attr, sizeof *cpus, cpus);
-    pthread_t t;
-    if (err == 0)
-        err = pthread_create(&t, &attr, pool_main, pool);
-    pthread_attr_destroy(&attr);
-    if (err != 0)
-        return err;
-    pthread_setname_np(t, thread_name);
-    pool->threads[pool->nthreads++] = t;
-    return 0;
-}
-
-int cpukit_pool_create(const char *thread_name, int threads, const cpu_set_t *cpus,
+int cpukit_pool_create(const char *thread_name, int threads, const cpu_thread_setup *setup,
                        cpukit_pool **out_pool) {
     if (threads < 1)
         return EINVAL;
@@ -110,9 +94,19 @@ int cpukit_pool_create(const char *thread_name, int threads, const cpu_set_t *cp
     }
     pthread_mutex_init(&pool->lock, NULL);
     pthread_cond_init(&pool->wake, NULL);
-    for (int i = 1; i < threads; i++)
-        if (start_thread(pool, thread_name, cpus) != 0)
+    if (setup) {
+        pool->setup = *setup;
+        if (setup->cpus) {
+            pool->cpus = *setup->cpus;
+            pool->setup.cpus = &pool->cpus;
+        }
+    }
+    for (int i = 1; i < threads; i++) {
+        if (cpu_thread_create(&pool->threads[pool->nthreads], thread_name, &pool->setup,
+                              pool_main, pool) != 0)
             break; /* a smaller pool still works */
+        pool->nthreads++;
+    }
     *out_pool = pool;
     return 0;
 }

@@ -8,14 +8,19 @@
 #include <string.h>
 
 void cpukit_device_init(cpukit_device *dev, const bp_host_services *host, const char *name,
-                        const char *thread_tag, const cpu_set_t *cpus, uint64_t total_memory) {
+                        const char *thread_tag, const cpu_thread_setup *workers,
+                        uint64_t total_memory) {
     memset(dev, 0, sizeof *dev);
     dev->host = host;
     snprintf(dev->name, sizeof dev->name, "%s", name);
     snprintf(dev->thread_tag, sizeof dev->thread_tag, "%s", thread_tag);
-    dev->pinned = cpus != NULL;
-    if (cpus)
-        dev->cpus = *cpus;
+    if (workers) {
+        dev->workers = *workers;
+        if (workers->cpus) {
+            dev->cpus = *workers->cpus;
+            dev->workers.cpus = &dev->cpus;
+        }
+    }
     dev->total_memory = total_memory;
     pthread_mutex_init(&dev->lock, NULL);
     atomic_init(&dev->next_stream_id, 0u);
@@ -64,7 +69,7 @@ static bp_status stream_create(void *device, int priority, void **out_stream) {
     char name[32];
     snprintf(name, sizeof name, "bp-%s-s%u", dev->thread_tag,
              atomic_fetch_add(&dev->next_stream_id, 1u));
-    int err = cpu_queue_create(name, dev->pinned ? &dev->cpus : NULL, &s->queue);
+    int err = cpu_queue_create(name, &dev->workers, &s->queue);
     if (err != 0) {
         free(s);
         return cpukit_error_errno(dev, err == ENOMEM ? BP_ERR_OUT_OF_MEMORY : BP_ERR_BACKEND,
