@@ -41,7 +41,7 @@ static void choose_cpus(arm_device *dev, const cpu_set_t *allowed) {
 }
 
 void arm_devices_init(arm_backend *be, const char *sysfs_root) {
-    static arm_topology topology; /* large; init is serialised by the host */
+    arm_topology topology;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     arm_topology_read(sysfs_root, online > 0 ? (int)online : 1, &topology);
     if (topology.fallback_reason[0])
@@ -66,8 +66,7 @@ void arm_devices_init(arm_backend *be, const char *sysfs_root) {
         snprintf(tag, sizeof tag, "arm%d", i);
         cpu_thread_setup workers = {dev->pinned ? &dev->cpus : NULL, thread_start, be};
         cpukit_device_init(&dev->kit, be->host, name, tag, &workers, total);
-        dev->exec = (arm_exec){.features = &be->features, .threads = dev->threads,
-                               .parallel_for = parallel_for};
+        dev->exec = (arm_exec){.features = &be->features, .parallel_for = parallel_for};
         be->host->log(BP_LOG_DEBUG, ARM_NAME, "arm:%d: %s, %d thread%s%s", i,
                       dev->group.description, dev->threads, dev->threads == 1 ? "" : "s",
                       dev->pinned ? " pinned" : "");
@@ -86,6 +85,7 @@ bp_status arm_device_start(arm_device *dev) {
                                              "arm:%d: cannot start its thread pool (%s)",
                                              dev->index, strerror(err));
     dev->exec.pool = dev->pool;
+    dev->exec.threads = cpukit_pool_threads(dev->pool); /* fewer if a thread did not start */
     return BP_OK;
 }
 
