@@ -1,10 +1,273 @@
-/* Placeholder: the reduce family lists no kernels yet (the backend falls back to the
- * host's reference kernels for every pair no family lists). Replaced by the family. */
-#include "arm_kernel.h"
+/* The reduce family: sum, mean, max over one dim (f32 f16 bf16; sum and max also i32
+ * i64) and softmax over the last dim (f32 f16 bf16).
+ *
+ * Each output element (softmax: each output row) has a row of the input along the
+ * reduced dim (arm_common.h's ak_rows). A float row is read in tiles of AK_TILE
+ * elements, staged as f32 (a strided row element by element), and reduced by the
+ * vector row functions of the picked variant, which keep several partial sums; the
+ * tiles' results are then added up. Integer rows use NEON when contiguous. Integer
+ * sums wrap in the dtype, like the elementwise integer ops. */
+#include <arm_neon.h>
+#include <math.h>
+
+#include "arm_common.h"
+
+enum { GRAIN = 32768 };
+
+typedef enum red_op { RED_SUM, RED_MEAN, RED_MAX } red_op;
+
+typedef struct red_job {
+    const bp_kernel_call *call;
+    const arm_f32_ops *ops;
+    red_op op;
+    ak_rows rows;
+    int64_t sq; /* softmax: size of dim -2, for the causal row index */
+} red_job;
+
+static void launch(const arm_exec *ex, red_job *job, arm_range_fn range) {
+    int64_t grain = job->rows.len > 0 ? GRAIN / job->rows.len : GRAIN;
+    ak_parallel(ex, job->rows.count, grain, range, job);
+}
+
+/* The larger of a and b, a NaN in either winning (the selection is exact). */
+static inline float max_nan(float a, float b) {
+    if (a != a)
+        return a;
+    return b > a || b != b ? b : a;
+}
+
+/* ---- float sum, mean, max ---- */
+
+static float reduce_row(const red_job *job, bp_dtype dt, const char *x) {
+    const arm_f32_ops *ops = job->ops;
+    const int64_t len = job->rows.len, step = job->rows.in_step;
+    const size_t es = ak_esize(dt);
+    float tile[AK_TILE];
+    float acc = job->op == RED_MAX ? -INFINITY : 0.0f;
+    for (int64_t j = 0; j < len; j += AK_TILE) {
+        int64_t m = len - j < AK_TILE ? len - j : AK_TILE;
+        const float *v = ak_stage_in(ops, tile, x + j * step * (int64_t)es, dt, step, m);
+        acc = job->op == RED_MAX ? max_nan(acc, ops->max(v, m)) : acc + ops->sum(v, m);
+    }
+    return job->op == RED_MEAN ? acc / (float)len : acc; /* mean of nothing: NaN */
+}
+
+static void float_range(void *ctx, int64_t begin, int64_t end) {
+    const red_job *job = ctx;
+    bp_dtype dt = job->call->outputs[0]->dtype;
+    ak_row_iter it;
+    ak_row_iter_init(&it, &job->rows, begin);
+    for (int64_t r = begin; r < end; r++, ak_row_iter_next(&it))
+        ak_put_f32(it.out, dt, 0, reduce_row(job, dt, it.in));
+}
+
+static void float_kernel(const bp_kernel_call *call, const arm_exec *ex, red_op op,
+                         const arm_f32_ops *ops) {
+    red_job job = {.call = call, .ops = ops, .op = op};
+    ak_rows_init(&job.rows, call->inputs[0], call->outputs[0],
+                 ((const bp_reduce_attrs *)call->attrs)->dim);
+    launch(ex, &job, float_range);
+}
+
+/* ---- integer sum, max (max never sees an empty row: the op rejects it) ---- */
+
+static int64_t int_row(const red_job *job, bool wide, const char *p) {
+    const int64_t n = job->rows.len, s = job->rows.in_step;
+    int64_t i = 0;
+    if (wide) {
+        const int64_t *x = (const int64_t *)p;
+        if (job->op == RED_SUM) {
+            uint64_t sum = 0;
+            if (s == 1) {
+                uint64x2_t acc = vdupq_n_u64(0);
+                for (; i + 2 <= n; i += 2)
+                    acc = vaddq_u64(acc, vreinterpretq_u64_s64(vld1q_s64(x + i)));
+                sum = vaddvq_u64(acc);
+            }
+            for (; i < n; i++)
+                sum += (uint64_t)x[i * s];
+            return (int64_t)sum;
+        }
+        int64_t m = x[0];
+        if (s == 1 && n >= 2) {
+            int64x2_t acc = vld1q_s64(x);
+            for (i = 2; i + 2 <= n; i += 2) {
+                int64x2_t v = vld1q_s64(x + i);
+                acc = vbslq_s64(vcgtq_s64(v, acc), v, acc);
+            }
+            int64_t a = vgetq_lane_s64(acc, 0), b = vgetq_lane_s64(acc, 1);
+            m = a > b ? a : b;
+        }
+        for (; i < n; i++)
+            m = x[i * s] > m ? x[i * s] : m;
+        return m;
+    }
+    const int32_t *x = (const int32_t *)p;
+    if (job->op == RED_SUM) {
+        uint32_t sum = 0;
+        if (s == 1) {
+            uint32x4_t acc = vdupq_n_u32(0);
+            for (; i + 4 <= n; i += 4)
+                acc = vaddq_u32(acc, vreinterpretq_u32_s32(vld1q_s32(x + i)));
+            sum = vaddvq_u32(acc);
+        }
+        for (; i < n; i++)
+            sum += (uint32_t)x[i * s];
+        return (int32_t)sum;
+    }
+    int32_t m = x[0];
+    if (s == 1 && n >= 4) {
+        int32x4_t acc = vld1q_s32(x);
+        for (i = 4; i + 4 <= n; i += 4)
+            acc = vmaxq_s32(acc, vld1q_s32(x + i));
+        m = vmaxvq_s32(acc);
+    }
+    for (; i < n; i++)
+        m = x[i * s] > m ? x[i * s] : m;
+    return m;
+}
+
+static void int_range(void *ctx, int64_t begin, int64_t end) {
+    const red_job *job = ctx;
+    bool wide = job->call->outputs[0]->dtype == BP_DTYPE_I64;
+    ak_row_iter it;
+    ak_row_iter_init(&it, &job->rows, begin);
+    for (int64_t r = begin; r < end; r++, ak_row_iter_next(&it)) {
+        int64_t v = int_row(job, wide, it.in);
+        if (wide)
+            memcpy(it.out, &v, sizeof v);
+        else
+            memcpy(it.out, &(int32_t){(int32_t)v}, sizeof(int32_t));
+    }
+}
+
+static void int_kernel(const bp_kernel_call *call, const arm_exec *ex, red_op op) {
+    red_job job = {.call = call, .op = op};
+    ak_rows_init(&job.rows, call->inputs[0], call->outputs[0],
+                 ((const bp_reduce_attrs *)call->attrs)->dim);
+    launch(ex, &job, int_range);
+}
+
+/* ---- softmax ----
+ * Three passes over the kept part of the row: the max of x * scale, the sum of
+ * exp(x * scale - max), and the output exp(...) / sum. A row that fits one tile keeps
+ * its exponentials from the second pass; a longer one computes them again. With
+ * `causal`, row i of each [Sq, Sk] matrix keeps keys j <= i; the rest become 0, and
+ * so does a row whose kept logits are all -inf. */
+
+static void softmax_row(const red_job *job, bp_dtype dt, int64_t kept, const char *x,
+                        char *y) {
+    const arm_f32_ops *ops = job->ops;
+    const float scale = ((const bp_softmax_attrs *)job->call->attrs)->scale;
+    const int64_t n = job->rows.len, is = job->rows.in_step, os = job->rows.out_step;
+    const int64_t es = (int64_t)ak_esize(dt);
+    float tin[AK_TILE], tout[AK_TILE];
+    float m = -INFINITY;
+    for (int64_t j = 0; j < kept; j += AK_TILE) {
+        int64_t c = kept - j < AK_TILE ? kept - j : AK_TILE;
+        m = max_nan(m, ops->max_scaled(ak_stage_in(ops, tin, x + j * is * es, dt, is, c), scale, c));
+    }
+    if (m == -INFINITY)
+        kept = 0;
+    float sum = 0.0f;
+    for (int64_t j = 0; j < kept; j += AK_TILE) {
+        int64_t c = kept - j < AK_TILE ? kept - j : AK_TILE;
+        const float *v = ak_stage_in(ops, tin, x + j * is * es, dt, is, c);
+        sum += ops->exp_shift(tout, v, scale, m, c);
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < kept; j += AK_TILE) {
+        int64_t c = kept - j < AK_TILE ? kept - j : AK_TILE;
+        float *o = ak_out_buf(tin, y + j * os * es, dt, os);
+        if (kept <= AK_TILE) {
+            ops->scale(o, tout, inv, c);
+        } else {
+            const float *v = ak_stage_in(ops, tout, x + j * is * es, dt, is, c);
+            ops->exp_shift(o, v, scale, m, c);
+            ops->scale(o, o, inv, c);
+        }
+        ak_stage_out(ops, y + j * os * es, dt, os, o, c);
+    }
+    if (kept < n) {
+        memset(tout, 0, sizeof tout);
+        for (int64_t j = kept; j < n; j += AK_TILE) {
+            int64_t c = n - j < AK_TILE ? n - j : AK_TILE;
+            ak_stage_out(ops, y + j * os * es, dt, os, tout, c);
+        }
+    }
+}
+
+static void softmax_range(void *ctx, int64_t begin, int64_t end) {
+    const red_job *job = ctx;
+    const bp_softmax_attrs *attrs = job->call->attrs;
+    bp_dtype dt = job->call->outputs[0]->dtype;
+    ak_row_iter it;
+    ak_row_iter_init(&it, &job->rows, begin);
+    for (int64_t r = begin; r < end; r++, ak_row_iter_next(&it)) {
+        int64_t kept = job->rows.len;
+        if (attrs->causal && r % job->sq + 1 < kept)
+            kept = r % job->sq + 1;
+        softmax_row(job, dt, kept, it.in, it.out);
+    }
+}
+
+static void softmax_kernel(const bp_kernel_call *call, const arm_exec *ex,
+                           const arm_f32_ops *ops) {
+    const bp_tensor_desc *in = call->inputs[0];
+    red_job job = {.call = call, .ops = ops, .sq = in->ndim >= 2 ? in->shape[in->ndim - 2] : 1};
+    ak_rows_init(&job.rows, in, call->outputs[0], in->ndim > 0 ? in->ndim - 1 : 0);
+    launch(ex, &job, softmax_range);
+}
+
+/* ---- the family ---- */
+
+#define RED_BODIES(name, OP)                                                               \
+    static void name##_neon(const bp_kernel_call *call, const arm_exec *ex) {              \
+        float_kernel(call, ex, OP, &arm_f32_neon);                                         \
+    }                                                                                      \
+    static void name##_sve(const bp_kernel_call *call, const arm_exec *ex) {               \
+        float_kernel(call, ex, OP, &arm_f32_sve);                                          \
+    }
+RED_BODIES(sum, RED_SUM)
+RED_BODIES(mean, RED_MEAN)
+RED_BODIES(max, RED_MAX)
+
+static void softmax_neon(const bp_kernel_call *call, const arm_exec *ex) {
+    softmax_kernel(call, ex, &arm_f32_neon);
+}
+
+static void softmax_sve(const bp_kernel_call *call, const arm_exec *ex) {
+    softmax_kernel(call, ex, &arm_f32_sve);
+}
+
+static void sum_int(const bp_kernel_call *call, const arm_exec *ex) {
+    int_kernel(call, ex, RED_SUM);
+}
+
+static void max_int(const bp_kernel_call *call, const arm_exec *ex) {
+    int_kernel(call, ex, RED_MAX);
+}
 
 size_t arm_kernels_reduce(const arm_features *f, arm_kernel *out, size_t cap) {
-    (void)f;
-    (void)out;
-    (void)cap;
-    return 0;
+    static const struct {
+        const char *op;
+        arm_kernel_body neon, sve;
+    } floats[] = {
+        {"sum", sum_neon, sum_sve},
+        {"mean", mean_neon, mean_sve},
+        {"max", max_neon, max_sve},
+        {"softmax", softmax_neon, softmax_sve},
+    };
+    static const bp_dtype fdt[] = {BP_DTYPE_F32, BP_DTYPE_F16, BP_DTYPE_BF16};
+    size_t n = 0;
+    for (size_t k = 0; k < sizeof floats / sizeof *floats; k++)
+        for (size_t d = 0; d < 3; d++)
+            ak_add(out, cap, &n, floats[k].op, fdt[d], f->sve ? floats[k].sve : floats[k].neon,
+                   f->sve ? "sve" : "neon");
+    static const bp_dtype idt[] = {BP_DTYPE_I32, BP_DTYPE_I64};
+    for (size_t d = 0; d < 2; d++) {
+        ak_add(out, cap, &n, "sum", idt[d], sum_int, "neon");
+        ak_add(out, cap, &n, "max", idt[d], max_int, "neon");
+    }
+    return n;
 }

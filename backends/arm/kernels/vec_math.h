@@ -1,0 +1,34 @@
+/* Constants of the vectorised exp and expm1 that vec_neon.c and vec_sve.c share.
+ *
+ * exp(x) = 2^n exp(r) with n = round(x log2 e) and r = x - n ln 2 (|r| <= ln 2 / 2),
+ * ln 2 split in two (ln2_hi has 9 trailing zero bits, so n ln2_hi is exact for |n| <
+ * 2^8); exp(r) is its Taylor polynomial to r^7 (truncation below 0.15 ulp on that
+ * interval), in Horner form with fused multiply-adds: about 2 ulps in all. expm1
+ * (for tanh) reuses the reduction and keeps r + r^2 (1/2 + r/6 + ... + r^6/8!), so
+ * small arguments lose no relative precision. x is clamped to [-104, 89] first: below,
+ * the result is under f32's smallest normal (the tolerance's floor), above it
+ * overflows to infinity through the scaling as it should. */
+#ifndef BP_ARM_VEC_MATH_H
+#define BP_ARM_VEC_MATH_H
+
+#define AK_LOG2E 1.44269504088896341f
+#define AK_LN2_HI 0.693145751953125f
+#define AK_LN2_LO 1.42860682030941723212e-6f
+#define AK_EXP_LO (-104.0f)
+#define AK_EXP_HI 89.0f
+/* tanh(x) rounds to +-1 in f32 for |x| > 9.1: clamping there keeps expm1 finite. */
+#define AK_TANH_CLAMP 10.0f
+/* 1/k! */
+#define AK_C2 (1.0f / 2)
+#define AK_C3 (1.0f / 6)
+#define AK_C4 (1.0f / 24)
+#define AK_C5 (1.0f / 120)
+#define AK_C6 (1.0f / 720)
+#define AK_C7 (1.0f / 5040)
+#define AK_C8 (1.0f / 40320)
+/* gelu's tanh form: sqrt(2 / pi), 0.044715; erf form: 1 / sqrt 2. */
+#define AK_GELU_K 0.7978845608028654f
+#define AK_GELU_C 0.044715f
+#define AK_SQRT1_2 0.70710678118654752f
+
+#endif
