@@ -124,10 +124,10 @@ typedef void (*int64_row)(uint64_t *, const uint64_t *, const uint64_t *, int64_
 
 /* A strided run element by element (unsigned: wrapping is defined). */
 #define INT_STRIDED(T, r, OP)                                                              \
-    for (int64_t i = 0; i < (r)->n; i++) {                                                 \
-        T x = ((const T *)(r)->ptr[1])[i * (r)->step[1]];                                  \
-        T y = ((const T *)(r)->ptr[2])[i * (r)->step[2]];                                  \
-        ((T *)(r)->ptr[0])[i * (r)->step[0]] = (T)(OP);                                    \
+    for (int64_t k = 0; k < (r)->n; k++) {                                                 \
+        T x = ((const T *)(r)->ptr[1])[k * (r)->step[1]];                                  \
+        T y = ((const T *)(r)->ptr[2])[k * (r)->step[2]];                                  \
+        ((T *)(r)->ptr[0])[k * (r)->step[0]] = (T)(OP);                                    \
     }
 
 static void int_range(void *ctx, int64_t begin, int64_t end) {
