@@ -54,8 +54,12 @@ static inline v4 tanh4(v4 x) {
     return vbslq_f32(sign, x, t);
 }
 
+/* x sigmoid(x) = x / (1 + e) for x >= 0, x e / (1 + e) below, with e = exp(-|x|):
+ * e never overflows, so x e^x keeps its value where exp(-x) would be infinite. */
 static inline v4 silu4(v4 x) {
-    return vdivq_f32(x, vaddq_f32(dup(1.0f), exp4(vnegq_f32(x))));
+    v4 e = exp4(vnegq_f32(vabsq_f32(x)));
+    v4 num = vbslq_f32(vcltzq_f32(x), vmulq_f32(x, e), x);
+    return vdivq_f32(num, vaddq_f32(dup(1.0f), e));
 }
 
 static inline v4 gelu_tanh4(v4 x) {

@@ -51,8 +51,12 @@ static inline vf tanh_v(svbool_t pg, vf x) {
     return svreinterpret_f32_u32(svorr_u32_x(pg, svreinterpret_u32_f32(t), sign));
 }
 
+/* x sigmoid(x) = x / (1 + e) for x >= 0, x e / (1 + e) below, with e = exp(-|x|):
+ * e never overflows, so x e^x keeps its value where exp(-x) would be infinite. */
 static inline vf silu_v(svbool_t pg, vf x) {
-    return svdiv_f32_x(pg, x, svadd_n_f32_x(pg, exp_v(pg, svneg_f32_x(pg, x)), 1.0f));
+    vf e = exp_v(pg, svneg_f32_x(pg, svabs_f32_x(pg, x)));
+    vf num = svsel_f32(svcmplt_n_f32(pg, x, 0.0f), svmul_f32_x(pg, x, e), x);
+    return svdiv_f32_x(pg, num, svadd_n_f32_x(pg, e, 1.0f));
 }
 
 static inline vf gelu_tanh_v(svbool_t pg, vf x) {
