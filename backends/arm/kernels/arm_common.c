@@ -1,13 +1,5 @@
-/* The walker, the row iterator and the scalar gelu row of arm_common.h. */
-#include <math.h>
-
+/* The walker and the row iterator of arm_common.h. */
 #include "arm_common.h"
-#include "vec_math.h"
-
-void ak_gelu_erf_row(float *o, const float *a, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        o[i] = 0.5f * a[i] * erfcf(-a[i] * AK_SQRT1_2);
-}
 
 void ak_walk_init(ak_walk *w, const bp_tensor_desc *out, int n_in,
                   const bp_tensor_desc *const *in) {

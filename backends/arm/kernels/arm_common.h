@@ -197,10 +197,6 @@ typedef struct arm_f32_ops {
                    const float *s, int64_t n);
 } arm_f32_ops;
 
-/* gelu's erf form, 0.5 x erfc(-x / sqrt 2), element by element with libm's erfcf
- * (no vector erfc yet): the gelu_erf of both tables. */
-void ak_gelu_erf_row(float *o, const float *a, int64_t n);
-
 extern const arm_f32_ops arm_f32_neon; /* vec_neon.c */
 extern const arm_f32_ops arm_f32_sve;  /* vec_sve.c: only when features->sve */
 

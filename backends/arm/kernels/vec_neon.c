@@ -11,12 +11,13 @@ typedef float32x4_t v4;
 
 static inline v4 dup(float x) { return vdupq_n_f32(x); }
 
-/* exp of each lane (vec_math.h). FMAX/FMIN keep a NaN, which stays NaN throughout. */
-static inline v4 exp4(v4 x) {
+/* exp(x + lo) of each lane (vec_math.h), lo a few units at most that x + lo would
+ * round away (0 for a plain exp). FMAX/FMIN keep a NaN, which stays NaN throughout. */
+static inline v4 exp4_lo(v4 x, v4 lo) {
     x = vminq_f32(vmaxq_f32(x, dup(AK_EXP_LO)), dup(AK_EXP_HI));
-    v4 n = vrndnq_f32(vmulq_f32(x, dup(AK_LOG2E)));
+    v4 n = vrndnq_f32(vmulq_f32(vaddq_f32(x, lo), dup(AK_LOG2E)));
     v4 r = vfmsq_f32(x, n, dup(AK_LN2_HI));
-    r = vfmsq_f32(r, n, dup(AK_LN2_LO));
+    r = vaddq_f32(vfmsq_f32(r, n, dup(AK_LN2_LO)), lo);
     v4 p = vfmaq_f32(dup(AK_C6), r, dup(AK_C7));
     p = vfmaq_f32(dup(AK_C5), r, p);
     p = vfmaq_f32(dup(AK_C4), r, p);
@@ -32,6 +33,8 @@ static inline v4 exp4(v4 x) {
     v4 s2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(l, vdupq_n_s32(127)), 23));
     return vmulq_f32(vmulq_f32(p, s1), s2);
 }
+
+static inline v4 exp4(v4 x) { return exp4_lo(x, dup(0)); }
 
 /* tanh x = sign(x) e / (e + 2) with e = expm1(2 |x|). */
 static inline v4 tanh4(v4 x) {
@@ -66,6 +69,26 @@ static inline v4 gelu_tanh4(v4 x) {
     v4 x3 = vmulq_f32(vmulq_f32(x, x), x);
     v4 z = vmulq_f32(dup(AK_GELU_K), vfmaq_f32(x, dup(AK_GELU_C), x3));
     return vmulq_f32(vmulq_f32(dup(0.5f), x), vaddq_f32(dup(1.0f), tanh4(z)));
+}
+
+/* 0.5 x erfc(-x / sqrt 2) (vec_math.h). */
+static inline v4 gelu_erf4(v4 x) {
+    v4 a = vminq_f32(vabsq_f32(x), dup(AK_ERFC_CLAMP));
+    v4 t = vdivq_f32(dup(1.0f), vfmaq_f32(dup(1.0f), a, dup(0.5f * AK_SQRT1_2)));
+    v4 p = vfmaq_f32(dup(AK_ERFC_P8), t, dup(AK_ERFC_P9));
+    p = vfmaq_f32(dup(AK_ERFC_P7), t, p);
+    p = vfmaq_f32(dup(AK_ERFC_P6), t, p);
+    p = vfmaq_f32(dup(AK_ERFC_P5), t, p);
+    p = vfmaq_f32(dup(AK_ERFC_P4), t, p);
+    p = vfmaq_f32(dup(AK_ERFC_P3), t, p);
+    p = vfmaq_f32(dup(AK_ERFC_P2), t, p);
+    p = vfmaq_f32(dup(AK_ERFC_P1), t, p);
+    p = vfmaq_f32(dup(AK_ERFC_P0), t, p);
+    v4 sq = vmulq_f32(a, a);               /* a^2 = sq + res exactly */
+    v4 res = vfmaq_f32(vnegq_f32(sq), a, a);
+    v4 e = vmulq_f32(t, exp4_lo(vmulq_f32(sq, dup(-0.5f)), vfmaq_f32(p, res, dup(-0.5f))));
+    v4 erfc = vbslq_f32(vcltzq_f32(x), e, vsubq_f32(dup(2.0f), e));
+    return vmulq_f32(vmulq_f32(dup(0.5f), x), erfc);
 }
 
 /* ---- elementwise: a loop of 4-lane steps and a padded tail ---- */
@@ -111,6 +134,7 @@ UNARY_ROW(exp_row, exp4(x))
 UNARY_ROW(tanh_row, tanh4(x))
 UNARY_ROW(silu_row, silu4(x))
 UNARY_ROW(gelu_tanh_row, gelu_tanh4(x))
+UNARY_ROW(gelu_erf_row, gelu_erf4(x))
 
 static void scale_row(float *o, const float *a, float alpha, int64_t n) {
     int64_t i = 0;
@@ -296,7 +320,7 @@ const arm_f32_ops arm_f32_neon = {
     .tanh = tanh_row,
     .silu = silu_row,
     .gelu_tanh = gelu_tanh_row,
-    .gelu_erf = ak_gelu_erf_row,
+    .gelu_erf = gelu_erf_row,
     .sum = sum_row,
     .max = max_row,
     .sumsq = sumsq_row,

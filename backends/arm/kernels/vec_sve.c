@@ -14,13 +14,14 @@ typedef svfloat32_t vf;
 #define FOR_LANES(i, n) for (int64_t i = 0; i < (n); i += (int64_t)svcntw())
 #define PRED(i, n) svwhilelt_b32_s64((i), (n))
 
-/* exp of each active lane (vec_math.h); FMAX/FMIN keep a NaN. FSCALE applies 2^n in
+/* exp(x + lo) of each active lane (vec_math.h), lo a few units at most that x + lo
+ * would round away (0 for a plain exp); FMAX/FMIN keep a NaN. FSCALE applies 2^n in
  * one rounding, into the subnormals or to infinity. */
-static inline vf exp_v(svbool_t pg, vf x) {
+static inline vf exp_lo_v(svbool_t pg, vf x, vf lo) {
     x = svmin_n_f32_x(pg, svmax_n_f32_x(pg, x, AK_EXP_LO), AK_EXP_HI);
-    vf n = svrintn_f32_x(pg, svmul_n_f32_x(pg, x, AK_LOG2E));
+    vf n = svrintn_f32_x(pg, svmul_n_f32_x(pg, svadd_f32_x(pg, x, lo), AK_LOG2E));
     vf r = svmls_n_f32_x(pg, x, n, AK_LN2_HI);
-    r = svmls_n_f32_x(pg, r, n, AK_LN2_LO);
+    r = svadd_f32_x(pg, svmls_n_f32_x(pg, r, n, AK_LN2_LO), lo);
     vf p = svmad_n_f32_x(pg, svdup_f32(AK_C7), r, AK_C6);
     p = svmad_n_f32_x(pg, p, r, AK_C5);
     p = svmad_n_f32_x(pg, p, r, AK_C4);
@@ -30,6 +31,8 @@ static inline vf exp_v(svbool_t pg, vf x) {
     p = svmad_n_f32_x(pg, p, r, 1.0f);
     return svscale_f32_x(pg, p, svcvt_s32_f32_x(pg, n));
 }
+
+static inline vf exp_v(svbool_t pg, vf x) { return exp_lo_v(pg, x, svdup_f32(0)); }
 
 /* tanh x = sign(x) e / (e + 2) with e = expm1(2 |x|). */
 static inline vf tanh_v(svbool_t pg, vf x) {
@@ -66,6 +69,27 @@ static inline vf gelu_tanh_v(svbool_t pg, vf x) {
     return svmul_f32_x(pg, svmul_n_f32_x(pg, x, 0.5f), t);
 }
 
+/* 0.5 x erfc(-x / sqrt 2) (vec_math.h). */
+static inline vf gelu_erf_v(svbool_t pg, vf x) {
+    vf a = svmin_n_f32_x(pg, svabs_f32_x(pg, x), AK_ERFC_CLAMP);
+    vf t = svdivr_n_f32_x(pg, svmad_n_f32_x(pg, a, svdup_f32(0.5f * AK_SQRT1_2), 1.0f), 1.0f);
+    vf p = svmad_n_f32_x(pg, svdup_f32(AK_ERFC_P9), t, AK_ERFC_P8);
+    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P7);
+    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P6);
+    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P5);
+    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P4);
+    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P3);
+    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P2);
+    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P1);
+    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P0);
+    vf sq = svmul_f32_x(pg, a, a); /* a^2 = sq + res exactly */
+    vf res = svnmls_f32_x(pg, sq, a, a);
+    vf e = svmul_f32_x(pg, t, exp_lo_v(pg, svmul_n_f32_x(pg, sq, -0.5f),
+                                       svmla_n_f32_x(pg, p, res, -0.5f)));
+    vf erfc = svsel_f32(svcmplt_n_f32(pg, x, 0.0f), e, svsubr_n_f32_x(pg, e, 2.0f));
+    return svmul_f32_x(pg, svmul_n_f32_x(pg, x, 0.5f), erfc);
+}
+
 #define UNARY_ROW(name, EXPR)                                                              \
     static void name(float *o, const float *a, int64_t n) {                                 \
         FOR_LANES(i, n) {                                                                  \
@@ -92,6 +116,7 @@ UNARY_ROW(exp_row, exp_v(pg, x))
 UNARY_ROW(tanh_row, tanh_v(pg, x))
 UNARY_ROW(silu_row, silu_v(pg, x))
 UNARY_ROW(gelu_tanh_row, gelu_tanh_v(pg, x))
+UNARY_ROW(gelu_erf_row, gelu_erf_v(pg, x))
 
 static void scale_row(float *o, const float *a, float alpha, int64_t n) {
     FOR_LANES(i, n) {
@@ -229,7 +254,7 @@ const arm_f32_ops arm_f32_sve = {
     .tanh = tanh_row,
     .silu = silu_row,
     .gelu_tanh = gelu_tanh_row,
-    .gelu_erf = ak_gelu_erf_row,
+    .gelu_erf = gelu_erf_row,
     .sum = sum_row,
     .max = max_row,
     .sumsq = sumsq_row,
