@@ -176,6 +176,7 @@ typedef struct arm_f32_ops {
     void (*sub)(float *o, const float *a, const float *b, int64_t n);
     void (*mul)(float *o, const float *a, const float *b, int64_t n);
     void (*div)(float *o, const float *a, const float *b, int64_t n);
+    void (*max2)(float *o, const float *a, const float *b, int64_t n); /* a NaN wins */
     void (*scale)(float *o, const float *a, float alpha, int64_t n);
     void (*exp)(float *o, const float *a, int64_t n);
     void (*tanh)(float *o, const float *a, int64_t n);

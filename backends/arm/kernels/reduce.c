@@ -52,13 +52,56 @@ static float reduce_row(const red_job *job, bp_dtype dt, const char *x) {
     return job->op == RED_MEAN ? acc / (float)len : acc; /* mean of nothing: NaN */
 }
 
+/* Outputs whose rows start at adjacent input elements (a reduction over an outer dim
+ * of a contiguous tensor): the rows are added up (or maxed) as vectors, row k of all
+ * m outputs at once, in blocks of COLUMN_BLOCK rows whose sums are then added, so
+ * no output adds more than COLUMN_BLOCK + len / COLUMN_BLOCK terms one by one. */
+enum { COLUMN_BLOCK = 64 };
+
+static void reduce_columns(const red_job *job, bp_dtype dt, const ak_run *r) {
+    const arm_f32_ops *ops = job->ops;
+    const int64_t len = job->rows.len, m = r->n;
+    const int64_t step = job->rows.in_step * (int64_t)ak_esize(dt);
+    float total[AK_TILE], block[AK_TILE], tile[AK_TILE];
+    memcpy(total, ak_stage_in(ops, tile, r->ptr[1], dt, 1, m), (size_t)m * sizeof *total);
+    if (job->op == RED_MAX) {
+        for (int64_t k = 1; k < len; k++)
+            ops->max2(total, total, ak_stage_in(ops, tile, r->ptr[1] + k * step, dt, 1, m), m);
+    } else {
+        for (int64_t k = 1; k < len; k += COLUMN_BLOCK) {
+            int64_t stop = k + COLUMN_BLOCK < len ? k + COLUMN_BLOCK : len;
+            memcpy(block, ak_stage_in(ops, tile, r->ptr[1] + k * step, dt, 1, m),
+                   (size_t)m * sizeof *block);
+            for (int64_t j = k + 1; j < stop; j++)
+                ops->add(block, block, ak_stage_in(ops, tile, r->ptr[1] + j * step, dt, 1, m), m);
+            ops->add(total, total, block, m);
+        }
+        if (job->op == RED_MEAN)
+            for (int64_t j = 0; j < m; j++)
+                total[j] /= (float)len;
+    }
+    ak_stage_out(ops, r->ptr[0], dt, r->step[0], total, m);
+}
+
 static void float_range(void *ctx, int64_t begin, int64_t end) {
     const red_job *job = ctx;
-    bp_dtype dt = job->call->outputs[0]->dtype;
-    ak_row_iter it;
-    ak_row_iter_init(&it, &job->rows, begin);
-    for (int64_t r = begin; r < end; r++, ak_row_iter_next(&it))
-        ak_put_f32(it.out, dt, 0, reduce_row(job, dt, it.in));
+    const bp_dtype dt = job->call->outputs[0]->dtype;
+    const int64_t es = (int64_t)ak_esize(dt);
+    const bp_tensor_desc *in = &job->rows.in;
+    ak_walk w;
+    ak_walk_init(&w, &job->rows.out, 1, &in);
+    ak_walk_seek(&w, begin);
+    for (int64_t i = begin; i < end;) {
+        ak_run r;
+        ak_walk_next(&w, end - i < AK_TILE ? end - i : AK_TILE, &r);
+        if (r.step[1] == 1 && job->rows.in_step != 1 && job->rows.len > 0)
+            reduce_columns(job, dt, &r);
+        else
+            for (int64_t k = 0; k < r.n; k++)
+                ak_put_f32(r.ptr[0], dt, k * r.step[0],
+                           reduce_row(job, dt, r.ptr[1] + k * r.step[1] * es));
+        i += r.n;
+    }
 }
 
 static void float_kernel(const bp_kernel_call *call, const arm_exec *ex, red_op op,

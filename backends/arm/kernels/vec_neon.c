@@ -130,6 +130,7 @@ BINARY_ROW(add_row, vaddq_f32(x, y))
 BINARY_ROW(sub_row, vsubq_f32(x, y))
 BINARY_ROW(mul_row, vmulq_f32(x, y))
 BINARY_ROW(div_row, vdivq_f32(x, y))
+BINARY_ROW(max2_row, vmaxq_f32(x, y))
 UNARY_ROW(exp_row, exp4(x))
 UNARY_ROW(tanh_row, tanh4(x))
 UNARY_ROW(silu_row, silu4(x))
@@ -315,6 +316,7 @@ const arm_f32_ops arm_f32_neon = {
     .sub = sub_row,
     .mul = mul_row,
     .div = div_row,
+    .max2 = max2_row,
     .scale = scale_row,
     .exp = exp_row,
     .tanh = tanh_row,

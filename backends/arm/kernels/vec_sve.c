@@ -112,6 +112,7 @@ BINARY_ROW(add_row, svadd_f32_x(pg, x, y))
 BINARY_ROW(sub_row, svsub_f32_x(pg, x, y))
 BINARY_ROW(mul_row, svmul_f32_x(pg, x, y))
 BINARY_ROW(div_row, svdiv_f32_x(pg, x, y))
+BINARY_ROW(max2_row, svmax_f32_x(pg, x, y))
 UNARY_ROW(exp_row, exp_v(pg, x))
 UNARY_ROW(tanh_row, tanh_v(pg, x))
 UNARY_ROW(silu_row, silu_v(pg, x))
@@ -249,6 +250,7 @@ const arm_f32_ops arm_f32_sve = {
     .sub = sub_row,
     .mul = mul_row,
     .div = div_row,
+    .max2 = max2_row,
     .scale = scale_row,
     .exp = exp_row,
     .tanh = tanh_row,
