@@ -24,12 +24,17 @@
 
 enum { N = 4099 }; /* odd: every vector length leaves a tail */
 
-/* Skips the test where the CPU cannot run `ops`. */
-static void require(const arm_f32_ops *ops) {
-    if (ops == &arm_f32_sve && !(getauxval(AT_HWCAP) & HWCAP_SVE)) {
-        printf("skipped: the CPU has no SVE\n");
+/* Skips the test, with the reason, where the CPU lacks the hwcap bit. */
+static void require_hwcap(unsigned long bit, const char *what) {
+    if (!(getauxval(AT_HWCAP) & bit)) {
+        printf("skipped: the CPU has no %s\n", what);
         skip();
     }
+}
+
+static void require(const arm_f32_ops *ops) {
+    if (ops == &arm_f32_sve)
+        require_hwcap(HWCAP_SVE, "SVE");
 }
 
 static uint32_t rng_state = 12345u;
@@ -190,19 +195,13 @@ static void f16_arithmetic(const arm_f16_ops *f16) {
 
 static void f16_fp16(void **state) {
     (void)state;
-    if (!(getauxval(AT_HWCAP) & HWCAP_ASIMDHP)) {
-        printf("skipped: the CPU has no FP16 arithmetic\n");
-        skip();
-    }
+    require_hwcap(HWCAP_ASIMDHP, "FP16 arithmetic");
     f16_arithmetic(&arm_f16_fp16);
 }
 
 static void f16_sve(void **state) {
     (void)state;
-    if (!(getauxval(AT_HWCAP) & HWCAP_SVE)) {
-        printf("skipped: the CPU has no SVE\n");
-        skip();
-    }
+    require_hwcap(HWCAP_SVE, "SVE");
     f16_arithmetic(&arm_f16_sve);
 }
 

@@ -198,6 +198,18 @@ typedef struct arm_f32_ops {
                    const float *s, int64_t n);
 } arm_f32_ops;
 
+/* The table of a vec_<isa>.c file: its row functions have these names. */
+#define AK_F32_OPS_TABLE(name)                                                             \
+    {                                                                                      \
+        .variant = name, .load = {load_f32, load_f16, load_bf16},                          \
+        .store = {store_f32, store_f16, store_bf16}, .add = add_row, .sub = sub_row,       \
+        .mul = mul_row, .div = div_row, .max2 = max2_row, .scale = scale_row,              \
+        .exp = exp_row, .tanh = tanh_row, .silu = silu_row, .gelu_tanh = gelu_tanh_row,    \
+        .gelu_erf = gelu_erf_row, .sum = sum_row, .max = max_row, .sumsq = sumsq_row,      \
+        .max_scaled = max_scaled_row, .exp_shift = exp_shift_row, .affine = affine_row,    \
+        .rotate = rotate_row,                                                              \
+    }
+
 extern const arm_f32_ops arm_f32_neon; /* vec_neon.c */
 extern const arm_f32_ops arm_f32_sve;  /* vec_sve.c: only when features->sve */
 
@@ -258,6 +270,14 @@ static inline void ak_add(arm_kernel *out, size_t cap, size_t *n, const char *op
     if (*n < cap)
         out[*n] = (arm_kernel){.op = op, .dtype = dt, .body = body, .variant = variant};
     (*n)++;
+}
+
+/* Appends op for f32, f16 and bf16: the SVE body where the CPU has SVE, else NEON. */
+static inline void ak_add_floats(arm_kernel *out, size_t cap, size_t *n, const arm_features *f,
+                                 const char *op, arm_kernel_body neon, arm_kernel_body sve) {
+    static const bp_dtype floats[] = {BP_DTYPE_F32, BP_DTYPE_F16, BP_DTYPE_BF16};
+    for (size_t d = 0; d < 3; d++)
+        ak_add(out, cap, n, op, floats[d], f->sve ? sve : neon, f->sve ? "sve" : "neon");
 }
 
 #endif

@@ -142,19 +142,9 @@ NORM_BODIES(layernorm)
 NORM_BODIES(rope)
 
 size_t arm_kernels_norm(const arm_features *f, arm_kernel *out, size_t cap) {
-    static const struct {
-        const char *op;
-        arm_kernel_body neon, sve;
-    } ops[] = {
-        {"rmsnorm", rmsnorm_neon, rmsnorm_sve},
-        {"layernorm", layernorm_neon, layernorm_sve},
-        {"rope", rope_neon, rope_sve},
-    };
-    static const bp_dtype dts[] = {BP_DTYPE_F32, BP_DTYPE_F16, BP_DTYPE_BF16};
     size_t n = 0;
-    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
-        for (size_t d = 0; d < 3; d++)
-            ak_add(out, cap, &n, ops[k].op, dts[d], f->sve ? ops[k].sve : ops[k].neon,
-                   f->sve ? "sve" : "neon");
+    ak_add_floats(out, cap, &n, f, "rmsnorm", rmsnorm_neon, rmsnorm_sve);
+    ak_add_floats(out, cap, &n, f, "layernorm", layernorm_neon, layernorm_sve);
+    ak_add_floats(out, cap, &n, f, "rope", rope_neon, rope_sve);
     return n;
 }

@@ -292,25 +292,15 @@ static void max_int(const bp_kernel_call *call, const arm_exec *ex) {
 }
 
 size_t arm_kernels_reduce(const arm_features *f, arm_kernel *out, size_t cap) {
-    static const struct {
-        const char *op;
-        arm_kernel_body neon, sve;
-    } floats[] = {
-        {"sum", sum_neon, sum_sve},
-        {"mean", mean_neon, mean_sve},
-        {"max", max_neon, max_sve},
-        {"softmax", softmax_neon, softmax_sve},
-    };
-    static const bp_dtype fdt[] = {BP_DTYPE_F32, BP_DTYPE_F16, BP_DTYPE_BF16};
     size_t n = 0;
-    for (size_t k = 0; k < sizeof floats / sizeof *floats; k++)
-        for (size_t d = 0; d < 3; d++)
-            ak_add(out, cap, &n, floats[k].op, fdt[d], f->sve ? floats[k].sve : floats[k].neon,
-                   f->sve ? "sve" : "neon");
-    static const bp_dtype idt[] = {BP_DTYPE_I32, BP_DTYPE_I64};
+    ak_add_floats(out, cap, &n, f, "sum", sum_neon, sum_sve);
+    ak_add_floats(out, cap, &n, f, "mean", mean_neon, mean_sve);
+    ak_add_floats(out, cap, &n, f, "max", max_neon, max_sve);
+    ak_add_floats(out, cap, &n, f, "softmax", softmax_neon, softmax_sve);
+    static const bp_dtype ints[] = {BP_DTYPE_I32, BP_DTYPE_I64};
     for (size_t d = 0; d < 2; d++) {
-        ak_add(out, cap, &n, "sum", idt[d], sum_int, "neon");
-        ak_add(out, cap, &n, "max", idt[d], max_int, "neon");
+        ak_add(out, cap, &n, "sum", ints[d], sum_int, "neon");
+        ak_add(out, cap, &n, "max", ints[d], max_int, "neon");
     }
     return n;
 }

@@ -11,13 +11,24 @@ typedef float32x4_t v4;
 
 static inline v4 dup(float x) { return vdupq_n_f32(x); }
 
-/* exp(x + lo) of each lane (vec_math.h), lo a few units at most that x + lo would
- * round away (0 for a plain exp). FMAX/FMIN keep a NaN, which stays NaN throughout. */
+/* r = x + lo - n ln 2 with n = round((x + lo) log2 e) (vec_math.h); x - n ln2_hi is
+ * exact, so lo, a few units at most, is added where x + lo would round it away. */
+static inline v4 exp_reduce(v4 x, v4 lo, v4 *n) {
+    *n = vrndnq_f32(vmulq_f32(vaddq_f32(x, lo), dup(AK_LOG2E)));
+    v4 r = vfmsq_f32(x, *n, dup(AK_LN2_HI));
+    return vaddq_f32(vfmsq_f32(r, *n, dup(AK_LN2_LO)), lo);
+}
+
+/* 2^k for integer lanes k in [-126, 127]. */
+static inline v4 pow2(int32x4_t k) {
+    return vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k, vdupq_n_s32(127)), 23));
+}
+
+/* exp(x + lo) of each lane (0 for a plain exp). FMAX/FMIN keep a NaN, which stays NaN
+ * throughout. */
 static inline v4 exp4_lo(v4 x, v4 lo) {
-    x = vminq_f32(vmaxq_f32(x, dup(AK_EXP_LO)), dup(AK_EXP_HI));
-    v4 n = vrndnq_f32(vmulq_f32(vaddq_f32(x, lo), dup(AK_LOG2E)));
-    v4 r = vfmsq_f32(x, n, dup(AK_LN2_HI));
-    r = vaddq_f32(vfmsq_f32(r, n, dup(AK_LN2_LO)), lo);
+    v4 n;
+    v4 r = exp_reduce(vminq_f32(vmaxq_f32(x, dup(AK_EXP_LO)), dup(AK_EXP_HI)), lo, &n);
     v4 p = vfmaq_f32(dup(AK_C6), r, dup(AK_C7));
     p = vfmaq_f32(dup(AK_C5), r, p);
     p = vfmaq_f32(dup(AK_C4), r, p);
@@ -25,23 +36,19 @@ static inline v4 exp4_lo(v4 x, v4 lo) {
     p = vfmaq_f32(dup(AK_C2), r, p);
     p = vfmaq_f32(dup(1.0f), r, p);
     p = vfmaq_f32(dup(1.0f), r, p);
-    /* 2^n as two factors 2^h 2^(n-h): n reaches -150 and 128, beyond one exponent */
+    /* 2^n as two factors 2^h 2^(n-h): n reaches -152 and 128, beyond one exponent */
     int32x4_t ni = vcvtq_s32_f32(n);
     int32x4_t h = vshrq_n_s32(ni, 1);
-    int32x4_t l = vsubq_s32(ni, h);
-    v4 s1 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(h, vdupq_n_s32(127)), 23));
-    v4 s2 = vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(l, vdupq_n_s32(127)), 23));
-    return vmulq_f32(vmulq_f32(p, s1), s2);
+    return vmulq_f32(vmulq_f32(p, pow2(h)), pow2(vsubq_s32(ni, h)));
 }
 
 static inline v4 exp4(v4 x) { return exp4_lo(x, dup(0)); }
 
-/* tanh x = sign(x) e / (e + 2) with e = expm1(2 |x|). */
+/* tanh x = sign(x) e / (e + 2) with e = expm1(2 |x|) = 2^n expm1(r) + 2^n - 1. */
 static inline v4 tanh4(v4 x) {
-    v4 y = vmulq_f32(vminq_f32(vabsq_f32(x), dup(AK_TANH_CLAMP)), dup(2.0f));
-    v4 n = vrndnq_f32(vmulq_f32(y, dup(AK_LOG2E)));
-    v4 r = vfmsq_f32(y, n, dup(AK_LN2_HI));
-    r = vfmsq_f32(r, n, dup(AK_LN2_LO));
+    v4 n;
+    v4 r = exp_reduce(vmulq_f32(vminq_f32(vabsq_f32(x), dup(AK_TANH_CLAMP)), dup(2.0f)),
+                      dup(0), &n);
     v4 p = vfmaq_f32(dup(AK_C7), r, dup(AK_C8));
     p = vfmaq_f32(dup(AK_C6), r, p);
     p = vfmaq_f32(dup(AK_C5), r, p);
@@ -49,12 +56,10 @@ static inline v4 tanh4(v4 x) {
     p = vfmaq_f32(dup(AK_C3), r, p);
     p = vfmaq_f32(dup(AK_C2), r, p);
     v4 q = vfmaq_f32(r, vmulq_f32(r, r), p); /* expm1(r) */
-    v4 s = vreinterpretq_f32_s32(
-        vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23)); /* 2^n, n <= 29 */
+    v4 s = pow2(vcvtq_s32_f32(n));          /* n <= 29 */
     v4 e = vfmaq_f32(vsubq_f32(s, dup(1.0f)), s, q);
     v4 t = vdivq_f32(e, vaddq_f32(e, dup(2.0f)));
-    uint32x4_t sign = vdupq_n_u32(0x80000000u);
-    return vbslq_f32(sign, x, t);
+    return vbslq_f32(vdupq_n_u32(0x80000000u), x, t); /* x's sign, t's magnitude */
 }
 
 /* x sigmoid(x) = x / (1 + e) for x >= 0, x e / (1 + e) below, with e = exp(-|x|):
@@ -308,26 +313,4 @@ static void store_bf16(void *dst, const float *src, int64_t n) {
         d[i] = ak_f32_to_bf16(src[i]);
 }
 
-const arm_f32_ops arm_f32_neon = {
-    .variant = "neon",
-    .load = {load_f32, load_f16, load_bf16},
-    .store = {store_f32, store_f16, store_bf16},
-    .add = add_row,
-    .sub = sub_row,
-    .mul = mul_row,
-    .div = div_row,
-    .max2 = max2_row,
-    .scale = scale_row,
-    .exp = exp_row,
-    .tanh = tanh_row,
-    .silu = silu_row,
-    .gelu_tanh = gelu_tanh_row,
-    .gelu_erf = gelu_erf_row,
-    .sum = sum_row,
-    .max = max_row,
-    .sumsq = sumsq_row,
-    .max_scaled = max_scaled_row,
-    .exp_shift = exp_shift_row,
-    .affine = affine_row,
-    .rotate = rotate_row,
-};
+const arm_f32_ops arm_f32_neon = AK_F32_OPS_TABLE("neon");

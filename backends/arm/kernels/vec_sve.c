@@ -14,14 +14,19 @@ typedef svfloat32_t vf;
 #define FOR_LANES(i, n) for (int64_t i = 0; i < (n); i += (int64_t)svcntw())
 #define PRED(i, n) svwhilelt_b32_s64((i), (n))
 
-/* exp(x + lo) of each active lane (vec_math.h), lo a few units at most that x + lo
- * would round away (0 for a plain exp); FMAX/FMIN keep a NaN. FSCALE applies 2^n in
- * one rounding, into the subnormals or to infinity. */
+/* r = x + lo - n ln 2 with n = round((x + lo) log2 e) (vec_math.h); x - n ln2_hi is
+ * exact, so lo, a few units at most, is added where x + lo would round it away. */
+static inline vf exp_reduce(svbool_t pg, vf x, vf lo, vf *n) {
+    *n = svrintn_f32_x(pg, svmul_n_f32_x(pg, svadd_f32_x(pg, x, lo), AK_LOG2E));
+    vf r = svmls_n_f32_x(pg, x, *n, AK_LN2_HI);
+    return svadd_f32_x(pg, svmls_n_f32_x(pg, r, *n, AK_LN2_LO), lo);
+}
+
+/* exp(x + lo) of each active lane (0 for a plain exp); FMAX/FMIN keep a NaN. FSCALE
+ * applies 2^n in one rounding, into the subnormals or to infinity. */
 static inline vf exp_lo_v(svbool_t pg, vf x, vf lo) {
-    x = svmin_n_f32_x(pg, svmax_n_f32_x(pg, x, AK_EXP_LO), AK_EXP_HI);
-    vf n = svrintn_f32_x(pg, svmul_n_f32_x(pg, svadd_f32_x(pg, x, lo), AK_LOG2E));
-    vf r = svmls_n_f32_x(pg, x, n, AK_LN2_HI);
-    r = svadd_f32_x(pg, svmls_n_f32_x(pg, r, n, AK_LN2_LO), lo);
+    vf n;
+    vf r = exp_reduce(pg, svmin_n_f32_x(pg, svmax_n_f32_x(pg, x, AK_EXP_LO), AK_EXP_HI), lo, &n);
     vf p = svmad_n_f32_x(pg, svdup_f32(AK_C7), r, AK_C6);
     p = svmad_n_f32_x(pg, p, r, AK_C5);
     p = svmad_n_f32_x(pg, p, r, AK_C4);
@@ -34,12 +39,11 @@ static inline vf exp_lo_v(svbool_t pg, vf x, vf lo) {
 
 static inline vf exp_v(svbool_t pg, vf x) { return exp_lo_v(pg, x, svdup_f32(0)); }
 
-/* tanh x = sign(x) e / (e + 2) with e = expm1(2 |x|). */
+/* tanh x = sign(x) e / (e + 2) with e = expm1(2 |x|) = 2^n expm1(r) + 2^n - 1. */
 static inline vf tanh_v(svbool_t pg, vf x) {
+    vf n;
     vf y = svmul_n_f32_x(pg, svmin_n_f32_x(pg, svabs_f32_x(pg, x), AK_TANH_CLAMP), 2.0f);
-    vf n = svrintn_f32_x(pg, svmul_n_f32_x(pg, y, AK_LOG2E));
-    vf r = svmls_n_f32_x(pg, y, n, AK_LN2_HI);
-    r = svmls_n_f32_x(pg, r, n, AK_LN2_LO);
+    vf r = exp_reduce(pg, y, svdup_f32(0), &n);
     vf p = svmad_n_f32_x(pg, svdup_f32(AK_C8), r, AK_C7);
     p = svmad_n_f32_x(pg, p, r, AK_C6);
     p = svmad_n_f32_x(pg, p, r, AK_C5);
@@ -242,29 +246,7 @@ static void store_bf16(void *dst, const float *src, int64_t n) {
     }
 }
 
-const arm_f32_ops arm_f32_sve = {
-    .variant = "sve",
-    .load = {load_f32, load_f16, load_bf16},
-    .store = {store_f32, store_f16, store_bf16},
-    .add = add_row,
-    .sub = sub_row,
-    .mul = mul_row,
-    .div = div_row,
-    .max2 = max2_row,
-    .scale = scale_row,
-    .exp = exp_row,
-    .tanh = tanh_row,
-    .silu = silu_row,
-    .gelu_tanh = gelu_tanh_row,
-    .gelu_erf = gelu_erf_row,
-    .sum = sum_row,
-    .max = max_row,
-    .sumsq = sumsq_row,
-    .max_scaled = max_scaled_row,
-    .exp_shift = exp_shift_row,
-    .affine = affine_row,
-    .rotate = rotate_row,
-};
+const arm_f32_ops arm_f32_sve = AK_F32_OPS_TABLE("sve");
 
 /* ---- f16 arithmetic ---- */
 
