@@ -1,4 +1,4 @@
-/* Constants of the vectorised exp and expm1 that vec_neon.c and vec_sve.c share.
+/* Constants of the vectorised exp, expm1 and erfc that vec_neon.c and vec_sve.c share.
  *
  * exp(x) = 2^n exp(r) with n = round(x log2 e) and r = x - n ln 2 (|r| <= ln 2 / 2),
  * ln 2 split in two (ln2_hi has 9 trailing zero bits, so n ln2_hi is exact for |n| <
@@ -18,14 +18,13 @@
 #define AK_EXP_HI 89.0f
 /* tanh(x) rounds to +-1 in f32 for |x| > 9.1: clamping there keeps expm1 finite. */
 #define AK_TANH_CLAMP 10.0f
-/* 1/k! */
-#define AK_C2 (1.0f / 2)
-#define AK_C3 (1.0f / 6)
-#define AK_C4 (1.0f / 24)
-#define AK_C5 (1.0f / 120)
-#define AK_C6 (1.0f / 720)
-#define AK_C7 (1.0f / 5040)
-#define AK_C8 (1.0f / 40320)
+/* Polynomials, lowest coefficient first: exp(r) = sum c_k r^k (1/k! to k = 7);
+ * expm1(r) = r + r^2 sum c_k r^k (1/(k+2)! to k = 6). */
+static const float ak_exp_poly[] = {1.0f, 1.0f, 1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120,
+                                    1.0f / 720, 1.0f / 5040};
+static const float ak_expm1_poly[] = {1.0f / 2, 1.0f / 6, 1.0f / 24, 1.0f / 120, 1.0f / 720,
+                                      1.0f / 5040, 1.0f / 40320};
+#define AK_POLY_LEN(c) ((int)(sizeof(c) / sizeof(c)[0]))
 /* gelu's tanh form: sqrt(2 / pi), 0.044715; erf form: 1 / sqrt 2. */
 #define AK_GELU_K 0.7978845608028654f
 #define AK_GELU_C 0.044715f
@@ -37,16 +36,10 @@
  * exactly (x^2 as a product and its FMA residual), so the large exponent adds no
  * rounding of its own; erfc(-z) = 2 - erfc(z). |x| is clamped at 20, beyond which
  * erfc(z) is 0 or 2 in f32. */
-#define AK_ERFC_P0 (-1.26551223f)
-#define AK_ERFC_P1 1.00002368f
-#define AK_ERFC_P2 0.37409196f
-#define AK_ERFC_P3 0.09678418f
-#define AK_ERFC_P4 (-0.18628806f)
-#define AK_ERFC_P5 0.27886807f
-#define AK_ERFC_P6 (-1.13520398f)
-#define AK_ERFC_P7 1.48851587f
-#define AK_ERFC_P8 (-0.82215223f)
-#define AK_ERFC_P9 0.17087277f
+static const float ak_erfc_poly[] = {-1.26551223f, 1.00002368f, 0.37409196f,
+                                     0.09678418f,  -0.18628806f, 0.27886807f,
+                                     -1.13520398f, 1.48851587f, -0.82215223f,
+                                     0.17087277f};
 #define AK_ERFC_CLAMP 20.0f
 
 #endif

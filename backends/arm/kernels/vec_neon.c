@@ -19,6 +19,16 @@ static inline v4 exp_reduce(v4 x, v4 lo, v4 *n) {
     return vaddq_f32(vfmsq_f32(r, *n, dup(AK_LN2_LO)), lo);
 }
 
+/* sum c[k] t^k, by Horner's rule with fused multiply-adds (unrolled: n and c are
+ * constants where it is inlined). */
+static inline v4 horner(v4 t, const float *c, int n) {
+    v4 p = dup(c[n - 1]);
+#pragma GCC unroll 16
+    for (int k = n - 2; k >= 0; k--)
+        p = vfmaq_f32(dup(c[k]), t, p);
+    return p;
+}
+
 /* 2^k for integer lanes k in [-126, 127]. */
 static inline v4 pow2(int32x4_t k) {
     return vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k, vdupq_n_s32(127)), 23));
@@ -29,13 +39,7 @@ static inline v4 pow2(int32x4_t k) {
 static inline v4 exp4_lo(v4 x, v4 lo) {
     v4 n;
     v4 r = exp_reduce(vminq_f32(vmaxq_f32(x, dup(AK_EXP_LO)), dup(AK_EXP_HI)), lo, &n);
-    v4 p = vfmaq_f32(dup(AK_C6), r, dup(AK_C7));
-    p = vfmaq_f32(dup(AK_C5), r, p);
-    p = vfmaq_f32(dup(AK_C4), r, p);
-    p = vfmaq_f32(dup(AK_C3), r, p);
-    p = vfmaq_f32(dup(AK_C2), r, p);
-    p = vfmaq_f32(dup(1.0f), r, p);
-    p = vfmaq_f32(dup(1.0f), r, p);
+    v4 p = horner(r, ak_exp_poly, AK_POLY_LEN(ak_exp_poly));
     /* 2^n as two factors 2^h 2^(n-h): n reaches -152 and 128, beyond one exponent */
     int32x4_t ni = vcvtq_s32_f32(n);
     int32x4_t h = vshrq_n_s32(ni, 1);
@@ -49,12 +53,7 @@ static inline v4 tanh4(v4 x) {
     v4 n;
     v4 r = exp_reduce(vmulq_f32(vminq_f32(vabsq_f32(x), dup(AK_TANH_CLAMP)), dup(2.0f)),
                       dup(0), &n);
-    v4 p = vfmaq_f32(dup(AK_C7), r, dup(AK_C8));
-    p = vfmaq_f32(dup(AK_C6), r, p);
-    p = vfmaq_f32(dup(AK_C5), r, p);
-    p = vfmaq_f32(dup(AK_C4), r, p);
-    p = vfmaq_f32(dup(AK_C3), r, p);
-    p = vfmaq_f32(dup(AK_C2), r, p);
+    v4 p = horner(r, ak_expm1_poly, AK_POLY_LEN(ak_expm1_poly));
     v4 q = vfmaq_f32(r, vmulq_f32(r, r), p); /* expm1(r) */
     v4 s = pow2(vcvtq_s32_f32(n));          /* n <= 29 */
     v4 e = vfmaq_f32(vsubq_f32(s, dup(1.0f)), s, q);
@@ -80,15 +79,7 @@ static inline v4 gelu_tanh4(v4 x) {
 static inline v4 gelu_erf4(v4 x) {
     v4 a = vminq_f32(vabsq_f32(x), dup(AK_ERFC_CLAMP));
     v4 t = vdivq_f32(dup(1.0f), vfmaq_f32(dup(1.0f), a, dup(0.5f * AK_SQRT1_2)));
-    v4 p = vfmaq_f32(dup(AK_ERFC_P8), t, dup(AK_ERFC_P9));
-    p = vfmaq_f32(dup(AK_ERFC_P7), t, p);
-    p = vfmaq_f32(dup(AK_ERFC_P6), t, p);
-    p = vfmaq_f32(dup(AK_ERFC_P5), t, p);
-    p = vfmaq_f32(dup(AK_ERFC_P4), t, p);
-    p = vfmaq_f32(dup(AK_ERFC_P3), t, p);
-    p = vfmaq_f32(dup(AK_ERFC_P2), t, p);
-    p = vfmaq_f32(dup(AK_ERFC_P1), t, p);
-    p = vfmaq_f32(dup(AK_ERFC_P0), t, p);
+    v4 p = horner(t, ak_erfc_poly, AK_POLY_LEN(ak_erfc_poly));
     v4 sq = vmulq_f32(a, a);               /* a^2 = sq + res exactly */
     v4 res = vfmaq_f32(vnegq_f32(sq), a, a);
     v4 e = vmulq_f32(t, exp4_lo(vmulq_f32(sq, dup(-0.5f)), vfmaq_f32(p, res, dup(-0.5f))));

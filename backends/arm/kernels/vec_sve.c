@@ -22,18 +22,22 @@ static inline vf exp_reduce(svbool_t pg, vf x, vf lo, vf *n) {
     return svadd_f32_x(pg, svmls_n_f32_x(pg, r, *n, AK_LN2_LO), lo);
 }
 
+/* sum c[k] t^k, by Horner's rule with fused multiply-adds (unrolled: n and c are
+ * constants where it is inlined). */
+static inline vf horner(svbool_t pg, vf t, const float *c, int n) {
+    vf p = svdup_f32(c[n - 1]);
+#pragma GCC unroll 16
+    for (int k = n - 2; k >= 0; k--)
+        p = svmad_n_f32_x(pg, p, t, c[k]);
+    return p;
+}
+
 /* exp(x + lo) of each active lane (0 for a plain exp); FMAX/FMIN keep a NaN. FSCALE
  * applies 2^n in one rounding, into the subnormals or to infinity. */
 static inline vf exp_lo_v(svbool_t pg, vf x, vf lo) {
     vf n;
     vf r = exp_reduce(pg, svmin_n_f32_x(pg, svmax_n_f32_x(pg, x, AK_EXP_LO), AK_EXP_HI), lo, &n);
-    vf p = svmad_n_f32_x(pg, svdup_f32(AK_C7), r, AK_C6);
-    p = svmad_n_f32_x(pg, p, r, AK_C5);
-    p = svmad_n_f32_x(pg, p, r, AK_C4);
-    p = svmad_n_f32_x(pg, p, r, AK_C3);
-    p = svmad_n_f32_x(pg, p, r, AK_C2);
-    p = svmad_n_f32_x(pg, p, r, 1.0f);
-    p = svmad_n_f32_x(pg, p, r, 1.0f);
+    vf p = horner(pg, r, ak_exp_poly, AK_POLY_LEN(ak_exp_poly));
     return svscale_f32_x(pg, p, svcvt_s32_f32_x(pg, n));
 }
 
@@ -44,12 +48,7 @@ static inline vf tanh_v(svbool_t pg, vf x) {
     vf n;
     vf y = svmul_n_f32_x(pg, svmin_n_f32_x(pg, svabs_f32_x(pg, x), AK_TANH_CLAMP), 2.0f);
     vf r = exp_reduce(pg, y, svdup_f32(0), &n);
-    vf p = svmad_n_f32_x(pg, svdup_f32(AK_C8), r, AK_C7);
-    p = svmad_n_f32_x(pg, p, r, AK_C6);
-    p = svmad_n_f32_x(pg, p, r, AK_C5);
-    p = svmad_n_f32_x(pg, p, r, AK_C4);
-    p = svmad_n_f32_x(pg, p, r, AK_C3);
-    p = svmad_n_f32_x(pg, p, r, AK_C2);
+    vf p = horner(pg, r, ak_expm1_poly, AK_POLY_LEN(ak_expm1_poly));
     vf q = svmla_f32_x(pg, r, svmul_f32_x(pg, r, r), p); /* expm1(r) */
     vf s = svscale_f32_x(pg, svdup_f32(1.0f), svcvt_s32_f32_x(pg, n));
     vf e = svmla_f32_x(pg, svsub_n_f32_x(pg, s, 1.0f), s, q);
@@ -77,15 +76,7 @@ static inline vf gelu_tanh_v(svbool_t pg, vf x) {
 static inline vf gelu_erf_v(svbool_t pg, vf x) {
     vf a = svmin_n_f32_x(pg, svabs_f32_x(pg, x), AK_ERFC_CLAMP);
     vf t = svdivr_n_f32_x(pg, svmad_n_f32_x(pg, a, svdup_f32(0.5f * AK_SQRT1_2), 1.0f), 1.0f);
-    vf p = svmad_n_f32_x(pg, svdup_f32(AK_ERFC_P9), t, AK_ERFC_P8);
-    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P7);
-    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P6);
-    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P5);
-    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P4);
-    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P3);
-    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P2);
-    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P1);
-    p = svmad_n_f32_x(pg, p, t, AK_ERFC_P0);
+    vf p = horner(pg, t, ak_erfc_poly, AK_POLY_LEN(ak_erfc_poly));
     vf sq = svmul_f32_x(pg, a, a); /* a^2 = sq + res exactly */
     vf res = svnmls_f32_x(pg, sq, a, a);
     vf e = svmul_f32_x(pg, t, exp_lo_v(pg, svmul_n_f32_x(pg, sq, -0.5f),
