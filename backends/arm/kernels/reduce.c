@@ -114,61 +114,62 @@ static void float_kernel(const bp_kernel_call *call, const arm_exec *ex, red_op 
 
 /* ---- integer sum, max (max never sees an empty row: the op rejects it) ---- */
 
-static int64_t int_row(const red_job *job, bool wide, const char *p) {
-    const int64_t n = job->rows.len, s = job->rows.in_step;
-    int64_t i = 0;
-    if (wide) {
-        const int64_t *x = (const int64_t *)p;
-        if (job->op == RED_SUM) {
-            uint64_t sum = 0;
-            if (s == 1) {
-                uint64x2_t acc = vdupq_n_u64(0);
-                for (; i + 2 <= n; i += 2)
-                    acc = vaddq_u64(acc, vreinterpretq_u64_s64(vld1q_s64(x + i)));
-                sum = vaddvq_u64(acc);
-            }
-            for (; i < n; i++)
-                sum += (uint64_t)x[i * s];
-            return (int64_t)sum;
-        }
-        int64_t m = x[0];
-        if (s == 1 && n >= 2) {
-            int64x2_t acc = vld1q_s64(x);
-            for (i = 2; i + 2 <= n; i += 2) {
-                int64x2_t v = vld1q_s64(x + i);
-                acc = vbslq_s64(vcgtq_s64(v, acc), v, acc);
-            }
-            int64_t a = vgetq_lane_s64(acc, 0), b = vgetq_lane_s64(acc, 1);
-            m = a > b ? a : b;
-        }
-        for (; i < n; i++)
-            m = x[i * s] > m ? x[i * s] : m;
-        return m;
-    }
-    const int32_t *x = (const int32_t *)p;
-    if (job->op == RED_SUM) {
-        uint32_t sum = 0;
-        if (s == 1) {
-            uint32x4_t acc = vdupq_n_u32(0);
-            for (; i + 4 <= n; i += 4)
-                acc = vaddq_u32(acc, vreinterpretq_u32_s32(vld1q_s32(x + i)));
-            sum = vaddvq_u32(acc);
-        }
-        for (; i < n; i++)
-            sum += (uint32_t)x[i * s];
-        return (int32_t)sum;
-    }
-    int32_t m = x[0];
-    if (s == 1 && n >= 4) {
-        int32x4_t acc = vld1q_s32(x);
-        for (i = 4; i + 4 <= n; i += 4)
-            acc = vmaxq_s32(acc, vld1q_s32(x + i));
-        m = vmaxvq_s32(acc);
-    }
-    for (; i < n; i++)
-        m = x[i * s] > m ? x[i * s] : m;
-    return m;
+/* NEON has no 64-bit integer max: compare and select. */
+static inline int64x2_t vmaxq_i64(int64x2_t a, int64x2_t b) {
+    return vbslq_s64(vcgtq_s64(b, a), b, a);
 }
+
+static inline int64_t vmaxvq_i64(int64x2_t a) {
+    int64_t x = vgetq_lane_s64(a, 0), y = vgetq_lane_s64(a, 1);
+    return x > y ? x : y;
+}
+
+/* sum_<dt>, max_<dt>: the vector part of a contiguous integer row, the sum (wrapping,
+ * in the unsigned type U) or the max of x[0, *done), *done the elements covered (for
+ * max at least 1). */
+#define INT_VECTOR(dt, T, U, VT, VU, LANES, LD, LDU, DUPU, ADD, ADDV, MAX, MAXV)          \
+    static U sum_##dt(const T *x, int64_t n, int64_t *done) {                              \
+        VU acc = DUPU(0);                                                                  \
+        int64_t i = 0;                                                                     \
+        for (; i + LANES <= n; i += LANES)                                                 \
+            acc = ADD(acc, LDU((const U *)x + i));                                         \
+        *done = i;                                                                         \
+        return ADDV(acc);                                                                  \
+    }                                                                                      \
+    static T max_##dt(const T *x, int64_t n, int64_t *done) {                              \
+        if (n < LANES)                                                                     \
+            return *done = 1, x[0];                                                        \
+        VT acc = LD(x);                                                                    \
+        int64_t i = LANES;                                                                 \
+        for (; i + LANES <= n; i += LANES)                                                 \
+            acc = MAX(acc, LD(x + i));                                                     \
+        *done = i;                                                                         \
+        return MAXV(acc);                                                                  \
+    }
+INT_VECTOR(i32, int32_t, uint32_t, int32x4_t, uint32x4_t, 4, vld1q_s32, vld1q_u32, vdupq_n_u32,
+           vaddq_u32, vaddvq_u32, vmaxq_s32, vmaxvq_s32)
+INT_VECTOR(i64, int64_t, uint64_t, int64x2_t, uint64x2_t, 2, vld1q_s64, vld1q_u64, vdupq_n_u64,
+           vaddq_u64, vaddvq_u64, vmaxq_i64, vmaxvq_i64)
+
+/* row_<dt>: the row's sum or max, the vector part first where the row is contiguous. */
+#define INT_ROW(dt, T, U)                                                                  \
+    static T row_##dt(const red_job *job, const char *p) {                                 \
+        const int64_t n = job->rows.len, s = job->rows.in_step;                            \
+        const T *x = (const T *)p;                                                         \
+        int64_t i = 0;                                                                     \
+        if (job->op == RED_SUM) {                                                          \
+            U sum = s == 1 ? sum_##dt(x, n, &i) : 0;                                       \
+            for (; i < n; i++)                                                             \
+                sum += (U)x[i * s];                                                        \
+            return (T)sum;                                                                 \
+        }                                                                                  \
+        T m = s == 1 ? max_##dt(x, n, &i) : (i = 1, x[0]);                                 \
+        for (; i < n; i++)                                                                 \
+            m = x[i * s] > m ? x[i * s] : m;                                               \
+        return m;                                                                          \
+    }
+INT_ROW(i32, int32_t, uint32_t)
+INT_ROW(i64, int64_t, uint64_t)
 
 static void int_range(void *ctx, int64_t begin, int64_t end) {
     const red_job *job = ctx;
@@ -176,11 +177,10 @@ static void int_range(void *ctx, int64_t begin, int64_t end) {
     ak_row_iter it;
     ak_row_iter_init(&it, &job->rows, begin);
     for (int64_t r = begin; r < end; r++, ak_row_iter_next(&it)) {
-        int64_t v = int_row(job, wide, it.in);
         if (wide)
-            memcpy(it.out, &v, sizeof v);
+            *(int64_t *)it.out = row_i64(job, it.in);
         else
-            memcpy(it.out, &(int32_t){(int32_t)v}, sizeof(int32_t));
+            *(int32_t *)it.out = row_i32(job, it.in);
     }
 }
 
