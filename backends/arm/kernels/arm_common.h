@@ -3,9 +3,10 @@
  * runs along the innermost dim, f32 staging tiles, and the table of vector row
  * functions (arm_f32_ops) that the NEON (vec_neon.c) and SVE (vec_sve.c) files fill.
  *
- * The families' drivers are portable C: they cut every tensor into runs, stage a run
- * of f16/bf16 or strided elements into an f32 tile on the stack, and call the row
- * functions of the variant the family picked. Only the row functions are vector code. */
+ * The float drivers are portable C: they cut every tensor into runs, stage a run of
+ * f16/bf16 or strided elements into an f32 tile on the stack, and call the row
+ * functions of the variant the family picked (NEON or SVE), which are their only
+ * vector code. Integer, where and data runs use NEON in the family files. */
 #ifndef BP_ARM_COMMON_H
 #define BP_ARM_COMMON_H
 
@@ -16,7 +17,8 @@
 
 #include "arm_kernel.h"
 
-/* Elements of an f32 staging tile (4 KiB; a driver keeps at most 5 on its stack). */
+/* Elements of an f32 staging tile: 4 KiB; a kernel keeps at most 6 on its stack (rope),
+ * within arm_kernel.h's 64 KiB. */
 enum { AK_TILE = 1024 };
 
 /* ---- scalar conversions (hardware f16 conversions, ties to even) ---- */
@@ -97,8 +99,8 @@ static inline size_t ak_esize(bp_dtype dt) {
  * innermost dim, for up to AK_MAX_OPS operands (operand 0 is the output, the others
  * are broadcast to its shape: a missing or size-1 dim gets step 0). Dims that every
  * operand walks as one (each operand's stride of the outer dim equals its stride of
- * the inner one times the inner size) are merged first, so a contiguous tensor, or a
- * bias broadcast over the rows of a contiguous matrix, gives long runs. */
+ * the inner one times the inner size) are merged first: contiguous operands give one
+ * long run, a bias broadcast over the rows of a matrix a run per row. */
 enum { AK_MAX_OPS = 4 };
 
 typedef struct ak_walk {
