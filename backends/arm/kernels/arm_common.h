@@ -17,8 +17,8 @@
 
 #include "arm_kernel.h"
 
-/* Elements of an f32 staging tile: 4 KiB; a kernel keeps at most 6 on its stack (rope),
- * within arm_kernel.h's 64 KiB. */
+/* Elements of an f32 staging tile: 4 KiB; a kernel keeps at most 6 on its stack (rope,
+ * with its 16 KiB angle table: 40 KiB, within arm_kernel.h's 64 KiB). */
 enum { AK_TILE = 1024 };
 
 /* ---- scalar conversions (hardware f16 conversions, ties to even) ---- */

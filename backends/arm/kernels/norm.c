@@ -5,7 +5,7 @@
  * does not cancel like E[x^2] - E[x]^2), the affine y = (x - c) k w + b, and rope's
  * rotation of pairs. rope's angles are taken in double, as the cpu kernel does:
  * position * frequency reaches thousands of radians, where f32 would lose the bits
- * that cos and sin depend on. */
+ * that cos and sin depend on (rope_angles below). */
 #include <math.h>
 
 #include "arm_common.h"
@@ -91,8 +91,70 @@ static void layernorm_range(void *ctx, int64_t begin, int64_t end) {
     norm_range(ctx, begin, end, NORM_LAYER);
 }
 
+/* rope's angles: cos and sin of pair i's angle position * freq_i, freq_i = theta^(-2i/D).
+ * For rows of up to 2 ROPE_CACHED elements they are kept in double and, from one row
+ * to the next position, advanced by the angle-addition formula (four products a pair
+ * instead of a cos and a sin); they are computed afresh at a chunk's first row, at
+ * each new [S, D] matrix and every ROPE_SPAN positions, so the rounding drift stays
+ * near 1e-14, far below f32's precision. */
+enum { ROPE_CACHED = 512, ROPE_SPAN = 64 };
+
+typedef struct rope_angles {
+    int64_t half, since;
+    double ratio;
+    bool cached;
+    double c[ROPE_CACHED], s[ROPE_CACHED], step_c[ROPE_CACHED], step_s[ROPE_CACHED];
+} rope_angles;
+
+static void angles_init(rope_angles *g, double ratio, int64_t half) {
+    g->half = half;
+    g->since = 0;
+    g->ratio = ratio;
+    g->cached = half <= ROPE_CACHED;
+    double freq = 1.0;
+    for (int64_t i = 0; g->cached && i < half; i++, freq *= ratio) {
+        g->step_c[i] = cos(freq);
+        g->step_s[i] = sin(freq);
+    }
+}
+
+/* Moves the angles to `pos`: one position after the previous call's, unless `fresh`. */
+static void angles_at(rope_angles *g, double pos, bool fresh) {
+    if (!g->cached)
+        return;
+    if (fresh || ++g->since >= ROPE_SPAN) {
+        double freq = 1.0;
+        for (int64_t i = 0; i < g->half; i++, freq *= g->ratio) {
+            g->c[i] = cos(pos * freq);
+            g->s[i] = sin(pos * freq);
+        }
+        g->since = 0;
+        return;
+    }
+    for (int64_t i = 0; i < g->half; i++) {
+        double c = g->c[i], s = g->s[i];
+        g->c[i] = c * g->step_c[i] - s * g->step_s[i];
+        g->s[i] = s * g->step_c[i] + c * g->step_s[i];
+    }
+}
+
+/* tc, ts = cos, sin (f32) of pairs [i, i + m) at pos. */
+static void angles_fill(const rope_angles *g, double pos, int64_t i, int64_t m, float *tc,
+                        float *ts) {
+    for (int64_t k = 0; k < m; k++) {
+        if (g->cached) {
+            tc[k] = (float)g->c[i + k];
+            ts[k] = (float)g->s[i + k];
+        } else {
+            double angle = pos * pow(g->ratio, (double)(i + k));
+            tc[k] = (float)cos(angle);
+            ts[k] = (float)sin(angle);
+        }
+    }
+}
+
 /* Pair i of a row is (i, i + D/2), or (2i, 2i + 1) when interleaved, at position
- * position_offset + (row index within dim -2); it turns by position * theta^(-2i/D). */
+ * position_offset + (row index within dim -2). */
 static void rope_range(void *ctx, int64_t begin, int64_t end) {
     const norm_job *job = ctx;
     const arm_f32_ops *ops = job->ops;
@@ -103,19 +165,17 @@ static void rope_range(void *ctx, int64_t begin, int64_t end) {
     const int64_t next = a->interleaved ? 2 : 1;        /* from a pair to the next */
     const int64_t is = job->rows.in_step * next, os = job->rows.out_step * next;
     const int64_t i1 = job->rows.in_step * apart * es, o1 = job->rows.out_step * apart * es;
-    const double ratio = pow((double)a->theta, -2.0 / (double)n);
     float t0[AK_TILE], t1[AK_TILE], tc[AK_TILE], ts[AK_TILE], u0[AK_TILE], u1[AK_TILE];
+    rope_angles angles;
+    angles_init(&angles, pow((double)a->theta, -2.0 / (double)n), half);
     ak_row_iter it;
     ak_row_iter_init(&it, &job->rows, begin);
     for (int64_t r = begin; r < end; r++, ak_row_iter_next(&it)) {
         const double pos = (double)a->position_offset + (double)(r % job->seq);
-        double freq = 1.0;
+        angles_at(&angles, pos, r == begin || r % job->seq == 0);
         for (int64_t i = 0; i < half; i += AK_TILE) {
             int64_t m = half - i < AK_TILE ? half - i : AK_TILE;
-            for (int64_t k = 0; k < m; k++, freq *= ratio) {
-                tc[k] = (float)cos(pos * freq);
-                ts[k] = (float)sin(pos * freq);
-            }
+            angles_fill(&angles, pos, i, m, tc, ts);
             const char *x0 = it.in + i * is * es;
             char *y0 = it.out + i * os * es;
             const float *v0 = ak_stage_in(ops, t0, x0, dt, is, m);
