@@ -4,8 +4,9 @@
  * random inputs do not go (overflow and underflow edges, subnormals, +-inf, NaN, every
  * tail length), with the bounds of docs/ops.md "Numerics"; the f16/bf16 conversions
  * bit for bit on random bit patterns; f16 arithmetic in FP16 and SVE instructions
- * against f32 rounded once; the reductions' NaN and tails. SVE and FP16 cases are
- * skipped, with the reason, on a CPU without them. */
+ * against f32 rounded once; the reductions' NaN and tails; rope over a sequence longer
+ * than the suite's (its angles are carried from one position to the next). SVE and
+ * FP16 cases are skipped, with the reason, on a CPU without them. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -205,6 +206,65 @@ static void f16_sve(void **state) {
     f16_arithmetic(&arm_f16_sve);
 }
 
+/* The norm family's rope on f32 [S, D], S far beyond the angle recurrence's restart
+ * span, at large positions, against float64 with the bound of docs/ops.md. */
+static void split_range(const arm_exec *ex, int64_t n, int64_t grain, arm_range_fn fn,
+                        void *ctx) {
+    (void)ex;
+    int64_t chunk = n / 3 + 7 > grain ? n / 3 + 7 : grain; /* chunks start mid-matrix */
+    for (int64_t b = 0; b < n; b += chunk)
+        fn(ctx, b, b + chunk < n ? b + chunk : n);
+}
+
+static void rope_long(int interleaved) {
+    enum { S = 3000, D = 128, OFFSET = 30000 };
+    static float x[S * D], y[S * D];
+    for (int i = 0; i < S * D; i++)
+        x[i] = (float)(rng() % 2001) / 1000.0f - 1.0f;
+    arm_features f = {.asimd = true};
+    arm_kernel ks[64];
+    arm_kernel_body rope = NULL;
+    size_t nk = arm_kernels_norm(&f, ks, 64);
+    for (size_t i = 0; i < nk; i++)
+        if (ks[i].dtype == BP_DTYPE_F32 && strcmp(ks[i].op, "rope") == 0)
+            rope = ks[i].body;
+    assert_non_null(rope);
+    bp_tensor_desc in = {.data = x, .dtype = BP_DTYPE_F32, .ndim = 2, .shape = {S, D},
+                         .strides = {D, 1}};
+    bp_tensor_desc out = in;
+    out.data = y;
+    bp_rope_attrs attrs = {.theta = 10000.0f, .position_offset = OFFSET,
+                           .interleaved = interleaved};
+    const bp_tensor_desc *ins[] = {&in}, *outs[] = {&out};
+    bp_kernel_call call = {.struct_size = sizeof call, .op_name = "rope", .dtype = BP_DTYPE_F32,
+                           .n_inputs = 1, .n_outputs = 1, .inputs = ins, .outputs = outs,
+                           .attrs = &attrs};
+    arm_exec ex = {.features = &f, .threads = 1, .parallel_for = split_range};
+    rope(&call, &ex);
+    for (int r = 0; r < S; r++) {
+        for (int i = 0; i < D / 2; i++) {
+            int j0 = interleaved ? 2 * i : i, j1 = interleaved ? 2 * i + 1 : i + D / 2;
+            double angle = (OFFSET + r) * pow(10000.0, -2.0 * i / D);
+            double a = x[r * D + j0], b = x[r * D + j1];
+            double bound = 16 * (fabs(a) + fabs(b)) * 0x1p-24;
+            double e0 = fabs(y[r * D + j0] - (a * cos(angle) - b * sin(angle)));
+            double e1 = fabs(y[r * D + j1] - (b * cos(angle) + a * sin(angle)));
+            if (e0 > bound || e1 > bound)
+                fail_msg("rope row %d pair %d: off by %g, %g (bound %g)", r, i, e0, e1, bound);
+        }
+    }
+}
+
+static void rope_long_halves(void **state) {
+    (void)state;
+    rope_long(0);
+}
+
+static void rope_long_interleaved(void **state) {
+    (void)state;
+    rope_long(1);
+}
+
 /* Test `name` on the row functions of `isa` (arm_f32_<isa>). */
 #define ON(name, isa)                                                                      \
     static void name##_##isa(void **state) {                                               \
@@ -224,6 +284,7 @@ int main(void) {
         cmocka_unit_test(conversions_neon),     cmocka_unit_test(conversions_sve),
         cmocka_unit_test(reductions_neon),      cmocka_unit_test(reductions_sve),
         cmocka_unit_test(f16_fp16),             cmocka_unit_test(f16_sve),
+        cmocka_unit_test(rope_long_halves),     cmocka_unit_test(rope_long_interleaved),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
