@@ -117,7 +117,8 @@ static uint16_t bf16_reference(float f) {
     float lo, hi;
     memcpy(&lo, &down, sizeof lo);
     memcpy(&hi, &up, sizeof hi);
-    double dl = fabs((double)f - lo), dh = fabs((double)f - (isinf(hi) ? copysign(0x1p128, f) : hi));
+    double dl = fabs((double)f - lo);
+    double dh = fabs((double)f - (isinf(hi) ? copysign(0x1p128, f) : hi));
     if (dl < dh || (dl == dh && !((down >> 16) & 1u)))
         return (uint16_t)(down >> 16);
     return (uint16_t)(up >> 16);

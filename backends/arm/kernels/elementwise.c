@@ -12,7 +12,10 @@
 
 enum { GRAIN = 32768 };
 
-typedef enum ew_op { EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_SCALE, EW_EXP, EW_TANH, EW_SILU, EW_GELU } ew_op;
+/* The binary ops first: op <= EW_DIV takes two inputs. */
+typedef enum ew_op {
+    EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_SCALE, EW_EXP, EW_TANH, EW_SILU, EW_GELU
+} ew_op;
 
 typedef struct ew_job {
     const bp_kernel_call *call;

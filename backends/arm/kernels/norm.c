@@ -76,8 +76,8 @@ static void norm_range(void *ctx, int64_t begin, int64_t end, norm_op op) {
             int64_t m = n - j < AK_TILE ? n - j : AK_TILE;
             const float *x = ak_stage_in(ops, tx, it.in + j * is * es, dt, is, m);
             float *y = ak_out_buf(ty, it.out + j * os * es, dt, os);
-            ops->affine(y, x, mean, rstd, param_tile(ops, tw, w, j, m), param_tile(ops, tb, b, j, m),
-                        m);
+            const float *wt = param_tile(ops, tw, w, j, m), *bt = param_tile(ops, tb, b, j, m);
+            ops->affine(y, x, mean, rstd, wt, bt, m);
             ak_stage_out(ops, it.out + j * os * es, dt, os, y, m);
         }
     }

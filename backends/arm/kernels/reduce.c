@@ -208,7 +208,8 @@ static void softmax_row(const red_job *job, bp_dtype dt, int64_t kept, const cha
     float m = -INFINITY;
     for (int64_t j = 0; j < kept; j += AK_TILE) {
         int64_t c = kept - j < AK_TILE ? kept - j : AK_TILE;
-        m = max_nan(m, ops->max_scaled(ak_stage_in(ops, tin, x + j * is * es, dt, is, c), scale, c));
+        const float *v = ak_stage_in(ops, tin, x + j * is * es, dt, is, c);
+        m = max_nan(m, ops->max_scaled(v, scale, c));
     }
     if (m == -INFINITY)
         kept = 0;

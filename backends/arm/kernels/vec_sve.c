@@ -231,7 +231,8 @@ static void store_bf16(void *dst, const float *src, int64_t n) {
         svuint32_t bits = svreinterpret_u32_f32(f);
         svuint32_t hi = svlsr_n_u32_x(pg, bits, 16);
         svuint32_t lsb = svand_n_u32_x(pg, hi, 1);
-        svuint32_t up = svlsr_n_u32_x(pg, svadd_u32_x(pg, bits, svadd_n_u32_x(pg, lsb, 0x7fff)), 16);
+        svuint32_t up = svadd_u32_x(pg, bits, svadd_n_u32_x(pg, lsb, 0x7fff));
+        up = svlsr_n_u32_x(pg, up, 16);
         svuint32_t nan = svorr_n_u32_x(pg, hi, 0x40);
         svst1h_u32(pg, (uint16_t *)dst + i, svsel_u32(svcmpuo_f32(pg, f, f), nan, up));
     }
