@@ -5,11 +5,14 @@
  * value) round once: floats to a float dtype to nearest even, floats to integers
  * toward zero (through int64: NaN gives 0, values beyond int64 saturate, then the C
  * conversion wraps to a narrower type), anything to bool is != 0. Between f32, f16
- * and bf16 contiguous runs convert with NEON through an f32 tile (widening is exact,
- * so the one rounding is the store's); the other pairs go element by element through
- * a double or an int64, which hold every source value exactly. Where that middle step
- * would round twice (f64 or a wide integer to bf16, through f32), the first rounding
- * is to odd, which the second then rounds as if it were the only one. */
+ * and bf16 contiguous runs convert with SVE (where present) or NEON through an f32
+ * tile (widening is exact, so the one rounding is the store's); the other pairs go
+ * element by element through a double or an int64, which hold every source value
+ * exactly. Where that middle step would round twice (f64 or a wide integer to bf16,
+ * through f32), the first rounding is to odd, which the second then rounds as if it
+ * were the only one. Moves, fills and the other conversions are the same code with or
+ * without SVE (NEON stores, memcpy, scalar conversions): copy into f32, f16 and bf16
+ * is the only variant "sve" here. */
 #include <arm_neon.h>
 
 #include "arm_common.h"
@@ -82,6 +85,7 @@ static bool is_float16_or_32(bp_dtype dt) {
 
 typedef struct copy_job {
     const bp_tensor_desc *out, *in;
+    const arm_f32_ops *ops; /* conversions between f32, f16 and bf16 */
 } copy_job;
 
 static void move_run(const ak_run *r, size_t size) {
@@ -94,11 +98,11 @@ static void move_run(const ak_run *r, size_t size) {
                r->ptr[1] + i * r->step[1] * (int64_t)size, size);
 }
 
-static void convert_run(const ak_run *r, bp_dtype to, bp_dtype from) {
+static void convert_run(const arm_f32_ops *ops, const ak_run *r, bp_dtype to, bp_dtype from) {
     if (ak_run_unit(r, 2) && is_float16_or_32(to) && is_float16_or_32(from)) {
         float tile[AK_TILE];
-        arm_f32_neon.load[ak_fidx(from)](tile, r->ptr[1], r->n);
-        arm_f32_neon.store[ak_fidx(to)](r->ptr[0], tile, r->n);
+        ops->load[ak_fidx(from)](tile, r->ptr[1], r->n);
+        ops->store[ak_fidx(to)](r->ptr[0], tile, r->n);
         return;
     }
     const int64_t os = r->step[0] * (int64_t)ak_esize(to);
@@ -119,18 +123,23 @@ static void copy_range(void *ctx, int64_t begin, int64_t end) {
         if (to == from)
             move_run(&r, ak_esize(to));
         else
-            convert_run(&r, to, from);
+            convert_run(job->ops, &r, to, from);
         i += r.n;
     }
 }
 
-static void copy_view(const arm_exec *ex, const bp_tensor_desc *out, const bp_tensor_desc *in) {
-    copy_job job = {.out = out, .in = in};
+static void copy_view(const arm_exec *ex, const arm_f32_ops *ops, const bp_tensor_desc *out,
+                      const bp_tensor_desc *in) {
+    copy_job job = {.out = out, .in = in, .ops = ops};
     ak_parallel(ex, ak_numel(out), GRAIN, copy_range, &job);
 }
 
-static void copy_body(const bp_kernel_call *call, const arm_exec *ex) {
-    copy_view(ex, call->outputs[0], call->inputs[0]);
+static void copy_neon(const bp_kernel_call *call, const arm_exec *ex) {
+    copy_view(ex, &arm_f32_neon, call->outputs[0], call->inputs[0]);
+}
+
+static void copy_sve(const bp_kernel_call *call, const arm_exec *ex) {
+    copy_view(ex, &arm_f32_sve, call->outputs[0], call->inputs[0]);
 }
 
 /* ---- cat: each input to its slice of the output along dim ---- */
@@ -145,7 +154,7 @@ static void cat_body(const bp_kernel_call *call, const arm_exec *ex) {
         bp_tensor_desc slice = *out;
         slice.shape[dim] = in->shape[dim];
         slice.data = (char *)out->data + at * out->strides[dim] * es;
-        copy_view(ex, &slice, in);
+        copy_view(ex, &arm_f32_neon, &slice, in); /* same dtype: moves only */
         at += in->shape[dim];
     }
 }
@@ -194,11 +203,13 @@ static void fill_body(const bp_kernel_call *call, const arm_exec *ex) {
 /* ---- the family ---- */
 
 size_t arm_kernels_data(const arm_features *f, arm_kernel *out, size_t cap) {
-    (void)f;
     size_t n = 0;
     for (int d = 0; d < BP_DTYPE_COUNT; d++) {
         ak_add(out, cap, &n, "fill", (bp_dtype)d, fill_body, "neon");
-        ak_add(out, cap, &n, "copy", (bp_dtype)d, copy_body, "neon");
+        if (f->sve && is_float16_or_32((bp_dtype)d))
+            ak_add(out, cap, &n, "copy", (bp_dtype)d, copy_sve, "sve");
+        else
+            ak_add(out, cap, &n, "copy", (bp_dtype)d, copy_neon, "neon");
         ak_add(out, cap, &n, "cat", (bp_dtype)d, cat_body, "neon");
     }
     return n;
