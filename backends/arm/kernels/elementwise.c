@@ -1,10 +1,294 @@
-/* Placeholder: the elementwise family lists no kernels yet (the backend falls back to the
- * host's reference kernels for every pair no family lists). Replaced by the family. */
-#include "arm_kernel.h"
+/* The elementwise family: add sub mul div scale exp tanh silu gelu (f32 f16 bf16),
+ * add sub mul (i32 i64, wrapping like unsigned arithmetic) and where (every dtype).
+ *
+ * A kernel walks the output in runs (arm_common.h's walker, which merges the dims all
+ * operands walk as one): float runs are staged as f32 tiles and computed by the row
+ * functions of the picked variant (vec_neon.c, vec_sve.c; f16 add/sub/mul/div in f16
+ * instructions straight from memory with vec_fp16.c or vec_sve.c); integer and where
+ * runs use NEON below, element by element when an operand is strided or broadcast. */
+#include <arm_neon.h>
+
+#include "arm_common.h"
+
+enum { GRAIN = 32768 };
+
+/* The binary ops first: op <= EW_DIV takes two inputs. */
+typedef enum ew_op {
+    EW_ADD, EW_SUB, EW_MUL, EW_DIV, EW_SCALE, EW_EXP, EW_TANH, EW_SILU, EW_GELU
+} ew_op;
+
+typedef struct ew_job {
+    const bp_kernel_call *call;
+    ew_op op;
+    const arm_f32_ops *ops;
+    const arm_f16_ops *f16; /* NULL: f16 runs go through f32 tiles */
+    float param;            /* scale's alpha; gelu: 1 for the tanh form */
+    int nin;
+} ew_job;
+
+static void launch(const arm_exec *ex, ew_job *job, arm_range_fn range) {
+    ak_parallel(ex, ak_numel(job->call->outputs[0]), GRAIN, range, job);
+}
+
+static void walk_start(ak_walk *w, const ew_job *job, int64_t begin) {
+    ak_walk_init(w, job->call->outputs[0], job->nin, job->call->inputs);
+    ak_walk_seek(w, begin);
+}
+
+/* ---- float ops ---- */
+
+static bool f16_direct(const ew_job *job, bp_dtype dt, const ak_run *r) {
+    return job->f16 && dt == BP_DTYPE_F16 && job->op <= EW_DIV && ak_run_unit(r, 3);
+}
+
+static void f16_run(const ew_job *job, const ak_run *r) {
+    const arm_f16_binary fns[] = {job->f16->add, job->f16->sub, job->f16->mul, job->f16->div};
+    fns[job->op]((uint16_t *)r->ptr[0], (const uint16_t *)r->ptr[1],
+                 (const uint16_t *)r->ptr[2], r->n);
+}
+
+static void float_run(const ew_job *job, bp_dtype dt, const ak_run *r) {
+    const arm_f32_ops *ops = job->ops;
+    float ta[AK_TILE], tb[AK_TILE], to[AK_TILE];
+    const float *a = ak_stage_in(ops, ta, r->ptr[1], dt, r->step[1], r->n);
+    const float *b = job->nin > 1 ? ak_stage_in(ops, tb, r->ptr[2], dt, r->step[2], r->n) : a;
+    float *o = ak_out_buf(to, r->ptr[0], dt, r->step[0]);
+    switch (job->op) {
+    case EW_ADD: ops->add(o, a, b, r->n); break;
+    case EW_SUB: ops->sub(o, a, b, r->n); break;
+    case EW_MUL: ops->mul(o, a, b, r->n); break;
+    case EW_DIV: ops->div(o, a, b, r->n); break;
+    case EW_SCALE: ops->scale(o, a, job->param, r->n); break;
+    case EW_EXP: ops->exp(o, a, r->n); break;
+    case EW_TANH: ops->tanh(o, a, r->n); break;
+    case EW_SILU: ops->silu(o, a, r->n); break;
+    case EW_GELU: (job->param != 0 ? ops->gelu_tanh : ops->gelu_erf)(o, a, r->n); break;
+    }
+    ak_stage_out(ops, r->ptr[0], dt, r->step[0], o, r->n);
+}
+
+static void float_range(void *ctx, int64_t begin, int64_t end) {
+    const ew_job *job = ctx;
+    bp_dtype dt = job->call->outputs[0]->dtype;
+    ak_walk w;
+    walk_start(&w, job, begin);
+    for (int64_t i = begin; i < end;) {
+        ak_run r;
+        ak_walk_next(&w, end - i < AK_TILE ? end - i : AK_TILE, &r);
+        if (f16_direct(job, dt, &r))
+            f16_run(job, &r);
+        else
+            float_run(job, dt, &r);
+        i += r.n;
+    }
+}
+
+static void float_kernel(const bp_kernel_call *call, const arm_exec *ex, ew_op op,
+                         const arm_f32_ops *ops, const arm_f16_ops *f16) {
+    ew_job job = {.call = call, .op = op, .ops = ops, .f16 = f16, .nin = op <= EW_DIV ? 2 : 1};
+    if (op == EW_SCALE)
+        job.param = call->attrs ? (float)((const bp_scale_attrs *)call->attrs)->alpha : 1.0f;
+    if (op == EW_GELU)
+        job.param = call->attrs && ((const bp_gelu_attrs *)call->attrs)->approximate_tanh;
+    launch(ex, &job, float_range);
+}
+
+/* ---- integer add, sub, mul ---- */
+
+/* 64-bit lanes multiplied from 32-bit halves: lo*lo + ((lo*hi + hi*lo) << 32). */
+static inline uint64x2_t mul_u64(uint64x2_t a, uint64x2_t b) {
+    uint32x2_t al = vmovn_u64(a), bl = vmovn_u64(b);
+    uint32x2_t ah = vshrn_n_u64(a, 32), bh = vshrn_n_u64(b, 32);
+    uint32x2_t cross = vmla_u32(vmul_u32(al, bh), ah, bl);
+    return vaddq_u64(vmull_u32(al, bl), vshlq_n_u64(vmovl_u32(cross), 32));
+}
+
+#define INT_ROW(name, T, VT, LANES, LD, ST, VEXPR, SEXPR)                                  \
+    static void name(T *o, const T *a, const T *b, int64_t n) {                             \
+        int64_t i = 0;                                                                     \
+        for (; i + LANES <= n; i += LANES) {                                               \
+            VT x = LD(a + i), y = LD(b + i);                                               \
+            ST(o + i, VEXPR);                                                              \
+        }                                                                                  \
+        for (; i < n; i++) {                                                               \
+            T x = a[i], y = b[i];                                                          \
+            o[i] = SEXPR;                                                                  \
+        }                                                                                  \
+    }
+INT_ROW(add_u32, uint32_t, uint32x4_t, 4, vld1q_u32, vst1q_u32, vaddq_u32(x, y), x + y)
+INT_ROW(sub_u32, uint32_t, uint32x4_t, 4, vld1q_u32, vst1q_u32, vsubq_u32(x, y), x - y)
+INT_ROW(mul_u32, uint32_t, uint32x4_t, 4, vld1q_u32, vst1q_u32, vmulq_u32(x, y), x * y)
+INT_ROW(add_u64, uint64_t, uint64x2_t, 2, vld1q_u64, vst1q_u64, vaddq_u64(x, y), x + y)
+INT_ROW(sub_u64, uint64_t, uint64x2_t, 2, vld1q_u64, vst1q_u64, vsubq_u64(x, y), x - y)
+INT_ROW(mul_u64_row, uint64_t, uint64x2_t, 2, vld1q_u64, vst1q_u64, mul_u64(x, y), x * y)
+
+typedef void (*int32_row)(uint32_t *, const uint32_t *, const uint32_t *, int64_t);
+typedef void (*int64_row)(uint64_t *, const uint64_t *, const uint64_t *, int64_t);
+
+/* A strided run element by element (unsigned: wrapping is defined). */
+#define INT_STRIDED(T, r, OP)                                                              \
+    for (int64_t k = 0; k < (r)->n; k++) {                                                 \
+        T x = ((const T *)(r)->ptr[1])[k * (r)->step[1]];                                  \
+        T y = ((const T *)(r)->ptr[2])[k * (r)->step[2]];                                  \
+        ((T *)(r)->ptr[0])[k * (r)->step[0]] = (T)(OP);                                    \
+    }
+
+static void int_range(void *ctx, int64_t begin, int64_t end) {
+    const ew_job *job = ctx;
+    bool wide = job->call->outputs[0]->dtype == BP_DTYPE_I64;
+    const int32_row r32[] = {add_u32, sub_u32, mul_u32};
+    const int64_row r64[] = {add_u64, sub_u64, mul_u64_row};
+    ak_walk w;
+    walk_start(&w, job, begin);
+    for (int64_t i = begin; i < end;) {
+        ak_run r;
+        ak_walk_next(&w, end - i, &r);
+        if (ak_run_unit(&r, 3) && wide)
+            r64[job->op]((uint64_t *)r.ptr[0], (const uint64_t *)r.ptr[1],
+                         (const uint64_t *)r.ptr[2], r.n);
+        else if (ak_run_unit(&r, 3))
+            r32[job->op]((uint32_t *)r.ptr[0], (const uint32_t *)r.ptr[1],
+                         (const uint32_t *)r.ptr[2], r.n);
+        else if (wide && job->op == EW_ADD)
+            INT_STRIDED(uint64_t, &r, x + y)
+        else if (wide && job->op == EW_SUB)
+            INT_STRIDED(uint64_t, &r, x - y)
+        else if (wide)
+            INT_STRIDED(uint64_t, &r, x * y)
+        else if (job->op == EW_ADD)
+            INT_STRIDED(uint32_t, &r, x + y)
+        else if (job->op == EW_SUB)
+            INT_STRIDED(uint32_t, &r, x - y)
+        else
+            INT_STRIDED(uint32_t, &r, x * y)
+        i += r.n;
+    }
+}
+
+static void int_kernel(const bp_kernel_call *call, const arm_exec *ex, ew_op op) {
+    ew_job job = {.call = call, .op = op, .nin = 2};
+    launch(ex, &job, int_range);
+}
+
+/* ---- where ---- */
+
+/* out = cond ? a : b on bytes: 16 conditions a step, each widened to its element's
+ * bytes with a table lookup, for elements of `size` bytes (1, 2, 4 or 8). */
+static void where_unit(uint8_t *o, const uint8_t *c, const uint8_t *a, const uint8_t *b,
+                       int64_t n, size_t size) {
+    uint8x16_t widen[8];
+    for (size_t v = 0; v < size; v++) {
+        uint8_t idx[16];
+        for (size_t j = 0; j < 16; j++)
+            idx[j] = (uint8_t)(v * (16 / size) + j / size);
+        widen[v] = vld1q_u8(idx);
+    }
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        uint8x16_t cv = vld1q_u8(c + i);
+        uint8x16_t mask = vtstq_u8(cv, cv);
+        for (size_t v = 0; v < size; v++) {
+            size_t at = (size_t)i * size + v * 16;
+            uint8x16_t m = vqtbl1q_u8(mask, widen[v]);
+            vst1q_u8(o + at, vbslq_u8(m, vld1q_u8(a + at), vld1q_u8(b + at)));
+        }
+    }
+    for (; i < n; i++)
+        memmove(o + i * (int64_t)size, (c[i] ? a : b) + i * (int64_t)size, size);
+}
+
+static void where_range(void *ctx, int64_t begin, int64_t end) {
+    const ew_job *job = ctx;
+    size_t size = ak_esize(job->call->outputs[0]->dtype);
+    ak_walk w;
+    walk_start(&w, job, begin);
+    for (int64_t i = begin; i < end;) {
+        ak_run r;
+        ak_walk_next(&w, end - i, &r);
+        const uint8_t *c = (const uint8_t *)r.ptr[1];
+        if (ak_run_unit(&r, 4)) {
+            where_unit((uint8_t *)r.ptr[0], c, (const uint8_t *)r.ptr[2],
+                       (const uint8_t *)r.ptr[3], r.n, size);
+        } else {
+            for (int64_t j = 0; j < r.n; j++) {
+                const char *src = c[j * r.step[1]] ? r.ptr[2] + j * r.step[2] * (int64_t)size
+                                                   : r.ptr[3] + j * r.step[3] * (int64_t)size;
+                memmove(r.ptr[0] + j * r.step[0] * (int64_t)size, src, size);
+            }
+        }
+        i += r.n;
+    }
+}
+
+static void where_kernel(const bp_kernel_call *call, const arm_exec *ex) {
+    ew_job job = {.call = call, .nin = 3};
+    launch(ex, &job, where_range);
+}
+
+/* ---- the family ---- */
+
+#define FLOAT_BODY(name, OP, isa, OPS, F16)                                                \
+    static void name##_##isa(const bp_kernel_call *call, const arm_exec *ex) {             \
+        float_kernel(call, ex, OP, OPS, F16);                                              \
+    }
+#define FLOAT_BODIES(name, OP)                                                             \
+    FLOAT_BODY(name, OP, neon, &arm_f32_neon, NULL)                                        \
+    FLOAT_BODY(name, OP, sve, &arm_f32_sve, &arm_f16_sve)
+/* add, sub, mul, div also have f16 bodies with FP16 instructions. */
+#define ARITH_BODIES(name, OP)                                                             \
+    FLOAT_BODIES(name, OP)                                                                 \
+    FLOAT_BODY(name, OP, fp16, &arm_f32_neon, &arm_f16_fp16)
+#define INT_BODY(name, OP)                                                                 \
+    static void name##_int(const bp_kernel_call *call, const arm_exec *ex) {               \
+        int_kernel(call, ex, OP);                                                          \
+    }
+
+ARITH_BODIES(add, EW_ADD)
+ARITH_BODIES(sub, EW_SUB)
+ARITH_BODIES(mul, EW_MUL)
+ARITH_BODIES(div, EW_DIV)
+FLOAT_BODIES(scale, EW_SCALE)
+FLOAT_BODIES(exp, EW_EXP)
+FLOAT_BODIES(tanh, EW_TANH)
+FLOAT_BODIES(silu, EW_SILU)
+FLOAT_BODIES(gelu, EW_GELU)
+INT_BODY(add, EW_ADD)
+INT_BODY(sub, EW_SUB)
+INT_BODY(mul, EW_MUL)
+
+typedef struct float_entry {
+    const char *op;
+    arm_kernel_body neon, fp16, sve; /* fp16: NULL where f16 instructions do not apply */
+} float_entry;
+
+#define ENTRY(name, fp16) {#name, name##_neon, fp16, name##_sve}
+static const float_entry float_ops[] = {
+    ENTRY(add, add_fp16),    ENTRY(sub, sub_fp16),   ENTRY(mul, mul_fp16),
+    ENTRY(div, div_fp16),    ENTRY(scale, NULL),     ENTRY(exp, NULL),
+    ENTRY(tanh, NULL),       ENTRY(silu, NULL),      ENTRY(gelu, NULL),
+};
 
 size_t arm_kernels_elementwise(const arm_features *f, arm_kernel *out, size_t cap) {
-    (void)f;
-    (void)out;
-    (void)cap;
-    return 0;
+    static const bp_dtype floats[] = {BP_DTYPE_F32, BP_DTYPE_F16, BP_DTYPE_BF16};
+    size_t n = 0;
+    for (size_t k = 0; k < sizeof float_ops / sizeof *float_ops; k++) {
+        const float_entry *e = &float_ops[k];
+        for (size_t d = 0; d < 3; d++) {
+            if (f->sve)
+                ak_add(out, cap, &n, e->op, floats[d], e->sve, "sve");
+            else if (f->fp16 && e->fp16 && floats[d] == BP_DTYPE_F16)
+                ak_add(out, cap, &n, e->op, floats[d], e->fp16, "neon-fp16");
+            else
+                ak_add(out, cap, &n, e->op, floats[d], e->neon, "neon");
+        }
+    }
+    static const bp_dtype ints[] = {BP_DTYPE_I32, BP_DTYPE_I64};
+    for (size_t d = 0; d < 2; d++) {
+        ak_add(out, cap, &n, "add", ints[d], add_int, "neon");
+        ak_add(out, cap, &n, "sub", ints[d], sub_int, "neon");
+        ak_add(out, cap, &n, "mul", ints[d], mul_int, "neon");
+    }
+    for (int d = 0; d < BP_DTYPE_COUNT; d++)
+        ak_add(out, cap, &n, "where", (bp_dtype)d, where_kernel, "neon");
+    return n;
 }
