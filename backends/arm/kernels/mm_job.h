@@ -1,0 +1,43 @@
+/* One matmul call as the matmul family's engines see it (matmul.c, matmul_blas.c). */
+#ifndef BP_ARM_MM_JOB_H
+#define BP_ARM_MM_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <backplane/op_attrs.h>
+
+#include "mm_common.h"
+
+typedef struct mm_job {
+    bp_dtype dt;
+    size_t esize;
+    const char *a, *b;
+    char *c;
+    int64_t m, n, k;
+    int64_t sam, sak, sbk, sbn, scm, scn; /* element strides after the transposes */
+    int nbatch;                           /* batch dims (those of out) */
+    int64_t bshape[BP_KERNEL_MAX_DIMS];
+    int64_t bsa[BP_KERNEL_MAX_DIMS], bsb[BP_KERNEL_MAX_DIMS], bsc[BP_KERNEL_MAX_DIMS];
+    int64_t items;                        /* product of bshape */
+    mm_tile tile;                         /* the blocked kernel's register tile */
+} mm_job;
+
+/* Fills j from the call (tile left empty); false when out is empty (nothing to do). */
+bool mm_job_of(const bp_kernel_call *call, mm_job *j);
+
+/* Byte offsets of batch item t in a, b and c. */
+void mm_item_offsets(const mm_job *j, int64_t t, size_t *oa, size_t *ob, size_t *oc);
+
+/* The blocked kernel with j->tile over the whole call (K = 0 writes zeros). */
+void mm_run_blocked(const mm_job *j, const arm_exec *ex);
+
+/* The plugin's log (host->log), for the BLAS lookup's lines. */
+void mm_log(bp_log_level level, const char *source, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Makes *k, the f32 registration, the "openblas" one when a CBLAS is found
+ * (matmul_blas.c). */
+void mm_blas_variant(const arm_features *f, arm_kernel *k);
+
+#endif
