@@ -8,23 +8,33 @@
 #include "cpukit_blas.h"
 
 static pthread_mutex_t blas_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool blas_looked_up;
+static bool blas_switch_read, blas_on, blas_looked_up;
 static cpukit_sgemm_fn blas_sgemm;
 
-/* BP_BLAS, read strictly (read with secure_getenv: it chooses code). */
-static bool blas_wanted(cpukit_log_fn log) {
+/* BP_BLAS, read strictly (with secure_getenv: it chooses code); called locked. */
+static bool read_switch(cpukit_log_fn log) {
+    if (blas_switch_read)
+        return blas_on;
+    blas_switch_read = true;
     const char *value = secure_getenv("BP_BLAS");
-    if (value == NULL || value[0] == '\0' || strcmp(value, "1") == 0)
-        return true;
-    if (strcmp(value, "0") != 0)
+    blas_on = value == NULL || value[0] == '\0' || strcmp(value, "1") == 0;
+    if (!blas_on && strcmp(value, "0") != 0)
         log(BP_LOG_WARN, "matmul", "BP_BLAS='%s' is not 0 or 1; f32 matmul uses the built-in "
             "kernel", value);
-    log(BP_LOG_INFO, "matmul", "BP_BLAS: using the built-in matmul kernel");
-    return false;
+    if (!blas_on)
+        log(BP_LOG_INFO, "matmul", "BP_BLAS: using the built-in matmul kernel");
+    return blas_on;
+}
+
+bool cpukit_blas_enabled(cpukit_log_fn log) {
+    pthread_mutex_lock(&blas_lock);
+    bool on = read_switch(log);
+    pthread_mutex_unlock(&blas_lock);
+    return on;
 }
 
 static void find_sgemm(cpukit_log_fn log) {
-    if (!blas_wanted(log))
+    if (!read_switch(log))
         return;
     static const char *const libraries[] = {"libopenblas.so.0", "libopenblas.so", "libcblas.so.3",
                                             "libblas.so.3"};

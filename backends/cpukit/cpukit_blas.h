@@ -6,6 +6,7 @@
 #ifndef BP_CPUKIT_BLAS_H
 #define BP_CPUKIT_BLAS_H
 
+#include <stdbool.h>
 #include <backplane/plugin.h>
 
 /* The CBLAS constants the callers use, values fixed by the CBLAS standard. */
@@ -20,10 +21,14 @@ typedef void (*cpukit_sgemm_fn)(int order, int trans_a, int trans_b, int m, int 
 typedef void (*cpukit_log_fn)(bp_log_level level, const char *source, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Whether BLAS may be used: BP_BLAS unset, empty or "1"; "0" turns it off, another value
+ * is warned about and turns it off. Read once per process (the first call logs through
+ * `log`, as source "matmul"); loads nothing. Thread-safe. */
+bool cpukit_blas_enabled(cpukit_log_fn log);
+
 /* cblas_sgemm from the first of libopenblas.so.0, libopenblas.so, libcblas.so.3 and
- * libblas.so.3 that has it, or NULL: none, or BP_BLAS=0 in the environment ("1" or
- * unset looks; another value is warned about and looks for none). Looked up once per
- * process, by the first call (which logs through `log` as source "matmul"); thread-safe. */
+ * libblas.so.3 that has it, or NULL (none, or BLAS not enabled). Looked up once per
+ * process, by the first call (which logs what it found through `log`); thread-safe. */
 cpukit_sgemm_fn cpukit_blas_sgemm(cpukit_log_fn log);
 
 #endif

@@ -3,9 +3,9 @@
  * and accumulated in f32 and rounded once into out.
  *
  * Variants:
- *  - "openblas" (f32): cblas_sgemm of the arm64 OpenBLAS (matmul_blas.c), when one is
- *    installed and BP_BLAS is not 0 at registration; operands whose strides BLAS
- *    cannot express go to the plugin's own kernel below.
+ *  - "openblas (else sve|neon)" (f32, unless BP_BLAS=0): cblas_sgemm of the arm64
+ *    OpenBLAS (matmul_blas.c), looked for at the first call; without one, and for
+ *    operands whose strides BLAS cannot express, the plugin's own kernel below.
  *  - "sve" / "neon": the plugin's blocked kernel. Output tiles of MC x NC, K in panels
  *    of KC; the operands' panels are widened to f32 (FCVTL for f16, a shift for bf16)
  *    into buffers on the stack (44 KiB) and multiplied by a register tile: NEON 4 x 16

@@ -1,8 +1,8 @@
 /* matmul's "openblas" variant (f32): cblas_sgemm of the arm64 OpenBLAS, found with
- * dlopen (backends/cpukit/cpukit_blas.h, shared with the cpu backend; BP_BLAS=0 turns
- * it off). Operands whose strides BLAS cannot express (neither dim of unit stride, a
- * leading dim shorter than the row) and K = 0 go to the plugin's own kernel instead,
- * which needs no scratch beyond its stack tiles.
+ * dlopen at the first call (backends/cpukit/cpukit_blas.h, shared with the cpu backend;
+ * BP_BLAS=0 turns it off). Without a CBLAS library, operands whose strides BLAS cannot
+ * express (neither dim of unit stride, a leading dim shorter than the row) and K = 0,
+ * the plugin's own kernel runs instead (it needs no scratch beyond its stack tiles).
  *
  * Threading, as the cpu backend's (ops/cpu/matmul.c explains the measurements): a large
  * item is one sgemm call from the stream's worker, threaded by OpenBLAS while the
@@ -99,10 +99,12 @@ static void matmul_blas(const bp_kernel_call *call, const arm_exec *ex) {
         blas_range(&bj, 0, j.items);
 }
 
+/* The library is looked for at the first call, not here: loading OpenBLAS starts its
+ * threads, which a process that never multiplies matrices should not pay for (and under
+ * qemu-user a threaded OpenBLAS can take minutes to load). So the variant names both. */
 void mm_blas_variant(const arm_features *f, arm_kernel *k) {
-    (void)f;
-    if (cpukit_blas_sgemm(mm_log)) {
+    if (cpukit_blas_enabled(mm_log)) {
         k->body = matmul_blas;
-        k->variant = "openblas";
+        k->variant = f->sve ? "openblas (else sve)" : "openblas (else neon)";
     }
 }

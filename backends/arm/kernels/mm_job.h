@@ -36,7 +36,7 @@ void mm_run_blocked(const mm_job *j, const arm_exec *ex);
 void mm_log(bp_log_level level, const char *source, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Makes *k, the f32 registration, the "openblas" one when a CBLAS is found
+/* Makes *k, the f32 registration, the "openblas" one unless BP_BLAS turns BLAS off
  * (matmul_blas.c). */
 void mm_blas_variant(const arm_features *f, arm_kernel *k);
 
