@@ -10,7 +10,8 @@
  *    of KC; the operands' panels are widened to f32 (FCVTL for f16, a shift for bf16)
  *    into buffers on the stack (44 KiB) and multiplied by a register tile: NEON 4 x 16
  *    here, SVE 8 x (2 vectors) in matmul_sve.c, vector-length agnostic. Output tiles
- *    (times batch items) are spread over the cluster with parallel_for. */
+ *    (times batch items) are spread over the cluster with parallel_for.
+ *  - "neon-bfmmla" (bf16, with FEAT_BF16): matmul_bf16.c, the same output tiles. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -54,8 +55,8 @@ mm_tile mm_tile_neon(void) { return (mm_tile){.mr = 4, .nr = 16, .fn = neon_tile
 
 /* ---- the blocked kernel ---- */
 
-/* Output tiles, K panels: the stack buffers take (MC KC + KC NC + MC NC) floats. */
-enum { MC = 32, NC = 64, KC = 96 };
+/* K panels: the stack buffers take (MC KC + KC NC + MC NC) floats. */
+enum { KC = 96 };
 
 void mm_item_offsets(const mm_job *j, int64_t t, size_t *oa, size_t *ob, size_t *oc) {
     int64_t ea = 0, eb = 0, ec = 0;
@@ -112,7 +113,7 @@ static void pack_b(const mm_job *j, const char *b, float *bp, int64_t kc, int64_
         memset(bp + p * NC + nc, 0, (size_t)(nc_pad - nc) * sizeof *bp);
 }
 
-/* Output tile (mt, nt) of batch item t. */
+/* Output tile (mt, nt) of batch item t, with j->tile. */
 static void blocked_tile(const mm_job *j, int64_t t, int64_t mt, int64_t nt) {
     float ap[MC * KC], bp[KC * NC], cp[MC * NC];
     size_t oa, ob, oc;
@@ -139,16 +140,22 @@ static void blocked_range(void *ctx, int64_t begin, int64_t end) {
     int64_t mtiles = (j->m + MC - 1) / MC, ntiles = (j->n + NC - 1) / NC;
     for (int64_t task = begin; task < end; task++) {
         int64_t nt = task % ntiles, rest = task / ntiles;
-        blocked_tile(j, rest / mtiles, rest % mtiles, nt);
+        j->block(j, rest / mtiles, rest % mtiles, nt);
     }
 }
 
-void mm_run_blocked(const mm_job *j, const arm_exec *ex) {
+void mm_run_tiles(const mm_job *j, const arm_exec *ex) {
     int64_t mtiles = (j->m + MC - 1) / MC, ntiles = (j->n + NC - 1) / NC;
     double tile_work = (double)(j->m < MC ? j->m : MC) * (double)(j->n < NC ? j->n : NC) *
                        (double)(j->k > 0 ? j->k : 1);
     ex->parallel_for(ex, j->items * mtiles * ntiles, (int64_t)(1048576.0 / tile_work) + 1,
                      blocked_range, (void *)j);
+}
+
+void mm_run_blocked(mm_job *j, mm_tile tile, const arm_exec *ex) {
+    j->tile = tile;
+    j->block = blocked_tile;
+    mm_run_tiles(j, ex);
 }
 
 /* ---- the call ---- */
@@ -183,16 +190,14 @@ static void matmul_neon(const bp_kernel_call *call, const arm_exec *ex) {
     mm_job j;
     if (!mm_job_of(call, &j))
         return;
-    j.tile = mm_tile_neon();
-    mm_run_blocked(&j, ex);
+    mm_run_blocked(&j, mm_tile_neon(), ex);
 }
 
 static void matmul_sve(const bp_kernel_call *call, const arm_exec *ex) {
     mm_job j;
     if (!mm_job_of(call, &j))
         return;
-    j.tile = mm_tile_sve();
-    mm_run_blocked(&j, ex);
+    mm_run_blocked(&j, mm_tile_sve(), ex);
 }
 
 /* ---- the family ---- */
@@ -206,6 +211,8 @@ size_t arm_kernels_matmul(const arm_features *f, arm_kernel *out, size_t cap) {
         {"matmul", BP_DTYPE_BF16, own, own_name},
     };
     mm_blas_variant(f, &list[0]);
+    if (f->bf16)
+        list[2] = (arm_kernel){"matmul", BP_DTYPE_BF16, mm_matmul_bfmmla, "neon-bfmmla"};
     size_t n = sizeof list / sizeof list[0];
     for (size_t i = 0; i < n && i < cap; i++)
         out[i] = list[i];

@@ -74,8 +74,7 @@ static void blas_range(void *ctx, int64_t begin, int64_t end) {
 
 /* The plugin's own kernel for what BLAS does not take. */
 static void run_own(mm_job *j, const arm_exec *ex) {
-    j->tile = ex->features->sve ? mm_tile_sve() : mm_tile_neon();
-    mm_run_blocked(j, ex);
+    mm_run_blocked(j, ex->features->sve ? mm_tile_sve() : mm_tile_neon(), ex);
 }
 
 static void matmul_blas(const bp_kernel_call *call, const arm_exec *ex) {
