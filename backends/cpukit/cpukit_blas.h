@@ -21,14 +21,14 @@ typedef void (*cpukit_sgemm_fn)(int order, int trans_a, int trans_b, int m, int 
 typedef void (*cpukit_log_fn)(bp_log_level level, const char *source, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Whether BLAS may be used: BP_BLAS unset, empty or "1"; "0" turns it off, another value
- * is warned about and turns it off. Read once per process (the first call logs through
- * `log`, as source "matmul"); loads nothing. Thread-safe. */
-bool cpukit_blas_enabled(cpukit_log_fn log);
+/* Whether the switch BP_BLAS lets BLAS be used: unset, empty or "1" (the lookup below
+ * warns about a value other than 0 and 1). Loads nothing, logs nothing. */
+bool cpukit_blas_enabled(void);
 
 /* cblas_sgemm from the first of libopenblas.so.0, libopenblas.so, libcblas.so.3 and
- * libblas.so.3 that has it, or NULL (none, or BLAS not enabled). Looked up once per
- * process, by the first call (which logs what it found through `log`); thread-safe. */
+ * libblas.so.3 that has it, or NULL: none, or BP_BLAS not enabled. Looked up once per
+ * process, by the first call, which logs what it found through `log` (NULL: silent)
+ * as source "matmul"; thread-safe. */
 cpukit_sgemm_fn cpukit_blas_sgemm(cpukit_log_fn log);
 
 #endif

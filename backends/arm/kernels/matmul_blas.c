@@ -81,7 +81,7 @@ static void matmul_blas(const bp_kernel_call *call, const arm_exec *ex) {
     mm_job j;
     if (!mm_job_of(call, &j))
         return;
-    blas_job bj = {.j = &j, .sgemm = cpukit_blas_sgemm(mm_log)};
+    blas_job bj = {.j = &j, .sgemm = cpukit_blas_sgemm(ex->log)};
     bj.va = view_of(j.m, j.k, j.sam, j.sak);
     bj.vb = view_of(j.k, j.n, j.sbk, j.sbn);
     bj.vc = view_of(j.m, j.n, j.scm, j.scn);
@@ -102,7 +102,7 @@ static void matmul_blas(const bp_kernel_call *call, const arm_exec *ex) {
  * threads, which a process that never multiplies matrices should not pay for (and under
  * qemu-user a threaded OpenBLAS can take minutes to load). So the variant names both. */
 void mm_blas_variant(const arm_features *f, arm_kernel *k) {
-    if (cpukit_blas_enabled(mm_log)) {
+    if (cpukit_blas_enabled()) {
         k->body = matmul_blas;
         k->variant = f->sve ? "openblas (else sve)" : "openblas (else neon)";
     }

@@ -49,10 +49,6 @@ void mm_run_blocked(mm_job *j, mm_tile tile, const arm_exec *ex);
 /* bf16 with BFMMLA (matmul_bf16.c): run only with arm_features.bf16. */
 void mm_matmul_bfmmla(const bp_kernel_call *call, const arm_exec *ex);
 
-/* The plugin's log (host->log), for the BLAS lookup's lines. */
-void mm_log(bp_log_level level, const char *source, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* Makes *k, the f32 registration, the "openblas" one unless BP_BLAS turns BLAS off
  * (matmul_blas.c). */
 void mm_blas_variant(const arm_features *f, arm_kernel *k);
