@@ -98,9 +98,9 @@ static void matmul_blas(const bp_kernel_call *call, const arm_exec *ex) {
         blas_range(&bj, 0, j.items);
 }
 
-/* The library is looked for at the first call, not here: loading OpenBLAS starts its
- * threads, which a process that never multiplies matrices should not pay for (and under
- * qemu-user a threaded OpenBLAS can take minutes to load). So the variant names both. */
+/* The library is looked for at the first call, not here, as the cpu backend does:
+ * loading OpenBLAS starts its threads, which every process that autoloads the plugin
+ * would pay for, multiplying matrices or not. So the variant names both outcomes. */
 void mm_blas_variant(const arm_features *f, arm_kernel *k) {
     if (cpukit_blas_enabled()) {
         k->body = matmul_blas;
