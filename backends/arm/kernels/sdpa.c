@@ -12,45 +12,19 @@
  * and writes O / l (0 for a row that saw no key). Key blocks a causal or window mask
  * hides entirely are skipped. The Sq x Sk score matrix never exists.
  *
- * Bounded scratch: all of a task's buffers are on its stack (54 KiB) whatever the head
- * dim D: S accumulates over D in chunks of DQ, and O is computed DO columns at a time;
- * a D above DO walks the keys once per chunk of DO output columns (recomputing the same
- * S, m and l, which the chunks of O need). Both products (Q K^T and P V) run on the
- * register tile of mm_common.h: NEON or SVE (VLA); the softmax step is NEON. */
+ * Bounded scratch: all of a task's buffers are on its stack (53 KiB, mm_sdpa.h) whatever
+ * the head dim D: S accumulates over D in chunks of DQ, and O is computed DO columns at
+ * a time; a D above DO walks the keys once per chunk of DO output columns (recomputing
+ * the same S, m and l, which the chunks of O need). Both products (Q K^T and P V) run on
+ * the register tile of mm_common.h, NEON or SVE (VLA): variants "neon" and "sve"; or,
+ * for bf16 with FEAT_BF16, on BFMMLA (sdpa_bf16.c, "neon-bfmmla"). The softmax step is
+ * NEON. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "mm_common.h"
-
-enum { BQ = 32, BK = 32, DQ = 64, DO = 128 };
-
-typedef struct sdpa_job {
-    bp_dtype dt;
-    size_t esize;
-    const char *q, *k, *v;
-    char *o;
-    const float *alibi;
-    int64_t alibi_stride;
-    int64_t heads, group, sq, sk, d;
-    int64_t qs[4], ks[4], vs[4], os[4];
-    float scale, softcap;
-    bool causal;
-    int64_t window;
-    int64_t qblocks;
-    mm_tile tile;
-} sdpa_job;
-
-/* A task's buffers (on its stack). */
-typedef struct sdpa_work {
-    float q[BQ * DQ];  /* scaled queries, a DQ chunk of D: [BQ][DQ] */
-    float kt[DQ * BK]; /* keys of the block, transposed: [DQ][BK] */
-    float s[BQ * BK];  /* scores, then probabilities: [BQ][BK] */
-    float v[BK * DO];  /* values of the block, a DO chunk: [BK][DO] */
-    float o[BQ * DO];  /* output accumulator: [BQ][DO] */
-    float m[BQ], l[BQ], corr[BQ]; /* running max, running sum, this block's rescale */
-} sdpa_work;
+#include "mm_sdpa.h"
 
 /* exp(x) for lanes x <= 0 (or NaN, which stays NaN), 0 for x = -inf: x = n ln2 + r with
  * |r| <= ln2 / 2 (ln2 split in two for an exact n ln2), a degree-6 Taylor polynomial of
@@ -109,15 +83,15 @@ static void softmax_block(const sdpa_job *j, sdpa_work *w, int64_t i0, int64_t b
     }
 }
 
-/* s = (scale q) k^T for query rows i0 .. i0 + bq - 1 (rows up to the tile's multiple
- * are zero) and keys j0 .. j0 + bk - 1 (columns bk .. BK are zero), over D in chunks. */
-static void scores(const sdpa_job *j, sdpa_work *w, const char *q, const char *k, int64_t i0,
-                   int64_t bq, int64_t bq_pad, int64_t j0, int64_t bk) {
+/* sdpa_scores_fn on the f32 register tile: q is scaled as it is loaded. */
+static void scores_f32(const sdpa_job *j, sdpa_work *w, const char *q, const char *k, int64_t i0,
+                       int64_t bq, int64_t j0, int64_t bk) {
     float krow[DQ];
+    int64_t bq_pad = mm_round_up(bq, j->row_pad);
     for (int64_t d0 = 0; d0 < j->d; d0 += DQ) {
         int64_t dc = j->d - d0 < DQ ? j->d - d0 : DQ;
         for (int64_t r = 0; r < bq_pad; r++) {
-            float *qr = w->q + r * DQ;
+            float *qr = w->q.f + r * DQ;
             if (r >= bq) {
                 memset(qr, 0, (size_t)dc * sizeof *qr);
                 continue;
@@ -132,10 +106,23 @@ static void scores(const sdpa_job *j, sdpa_work *w, const char *q, const char *k
                 mm_load_f32(krow, k + (size_t)((j0 + c) * j->ks[2] + d0 * j->ks[3]) * j->esize,
                             j->dt, dc, j->ks[3]);
             for (int64_t x = 0; x < dc; x++)
-                w->kt[x * BK + c] = c < bk ? krow[x] : 0.0f;
+                w->k.f[x * BK + c] = c < bk ? krow[x] : 0.0f;
         }
-        mm_product(j->tile, dc, w->q, DQ, 1, w->kt, BK, w->s, BK, bq_pad, BK, d0 > 0);
+        mm_product(j->tile, dc, w->q.f, DQ, 1, w->k.f, BK, w->s, BK, bq_pad, BK, d0 > 0);
     }
+}
+
+/* sdpa_pv_fn on the f32 register tile. */
+static void pv_f32(const sdpa_job *j, sdpa_work *w, const char *v, int64_t j0, int64_t bk,
+                   int64_t bq, int64_t xc) {
+    int64_t xc_pad = mm_round_up(xc, MM_PAD);
+    for (int64_t c = 0; c < bk; c++) {
+        float *vr = w->v.f + c * DO;
+        mm_load_f32(vr, v + (size_t)((j0 + c) * j->vs[2]) * j->esize, j->dt, xc, j->vs[3]);
+        memset(vr + xc, 0, (size_t)(xc_pad - xc) * sizeof *vr);
+    }
+    mm_product(j->tile, bk, w->s, BK, 1, w->v.f, DO, w->o, DO, mm_round_up(bq, j->row_pad), xc_pad,
+               true);
 }
 
 /* Output columns x0 .. x0 + xc - 1 of one (batch, head, query block) task. */
@@ -143,7 +130,7 @@ static void task_columns(const sdpa_job *j, sdpa_work *w, int64_t task, int64_t 
     int64_t qb = task % j->qblocks, bh = task / j->qblocks;
     int64_t b = bh / j->heads, h = bh % j->heads, hk = h / j->group;
     int64_t i0 = qb * BQ, bq = j->sq - i0 < BQ ? j->sq - i0 : BQ;
-    int64_t bq_pad = mm_round_up(bq, j->tile.mr), xc_pad = mm_round_up(xc, MM_PAD);
+    int64_t bq_pad = mm_round_up(bq, j->row_pad);
     const char *q = j->q + (size_t)(b * j->qs[0] + h * j->qs[1]) * j->esize;
     const char *k = j->k + (size_t)(b * j->ks[0] + hk * j->ks[1]) * j->esize;
     const char *v = j->v + (size_t)(b * j->vs[0] + hk * j->vs[1] + x0 * j->vs[3]) * j->esize;
@@ -159,20 +146,15 @@ static void task_columns(const sdpa_job *j, sdpa_work *w, int64_t task, int64_t 
         lo = i0 - j->window + 1;
     for (int64_t j0 = lo; j0 < hi; j0 += BK) {
         int64_t bk = hi - j0 < BK ? hi - j0 : BK;
-        scores(j, w, q, k, i0, bq, bq_pad, j0, bk);
+        j->scores(j, w, q, k, i0, bq, j0, bk);
         softmax_block(j, w, i0, bq, j0, bk, slope);
         for (int64_t r = 0; r < bq; r++) {
             float corr = w->corr[r], *o = w->o + r * DO;
             if (corr != 1.0f)
-                for (int64_t x = 0; x < xc_pad; x++)
+                for (int64_t x = 0; x < xc; x++)
                     o[x] *= corr;
         }
-        for (int64_t c = 0; c < bk; c++) {
-            float *vr = w->v + c * DO;
-            mm_load_f32(vr, v + (size_t)((j0 + c) * j->vs[2]) * j->esize, j->dt, xc, j->vs[3]);
-            memset(vr + xc, 0, (size_t)(xc_pad - xc) * sizeof *vr);
-        }
-        mm_product(j->tile, bk, w->s, BK, 1, w->v, DO, w->o, DO, bq_pad, xc_pad, true);
+        j->pv(j, w, v, j0, bk, bq, xc);
     }
 
     char *o = j->o + (size_t)(b * j->os[0] + h * j->os[1] + x0 * j->os[3]) * j->esize;
@@ -193,12 +175,17 @@ static void sdpa_range(void *ctx, int64_t begin, int64_t end) {
             task_columns(j, &w, t, x0, j->d - x0 < DO ? j->d - x0 : DO);
 }
 
-static void sdpa_run(const bp_kernel_call *call, const arm_exec *ex, mm_tile tile) {
+void sdpa_run(const bp_kernel_call *call, const arm_exec *ex, sdpa_job *job) {
     const bp_tensor_desc *q = call->inputs[0], *k = call->inputs[1], *v = call->inputs[2];
     const bp_tensor_desc *o = call->outputs[0];
     const bp_sdpa_attrs *a = call->attrs;
-    sdpa_job j = {.dt = o->dtype, .esize = o->dtype == BP_DTYPE_F32 ? 4 : 2, .q = q->data,
-                  .k = k->data, .v = v->data, .o = o->data, .tile = tile};
+    sdpa_job j = *job;
+    j.dt = o->dtype;
+    j.esize = o->dtype == BP_DTYPE_F32 ? 4 : 2;
+    j.q = q->data;
+    j.k = k->data;
+    j.v = v->data;
+    j.o = o->data;
     j.heads = q->shape[1];
     j.sq = q->shape[2];
     j.sk = k->shape[2];
@@ -224,12 +211,18 @@ static void sdpa_run(const bp_kernel_call *call, const arm_exec *ex, mm_tile til
     ex->parallel_for(ex, q->shape[0] * j.heads * j.qblocks, 1, sdpa_range, &j);
 }
 
+/* The f32 products on register tile t. */
+static void sdpa_tiled(const bp_kernel_call *call, const arm_exec *ex, mm_tile t) {
+    sdpa_job j = {.row_pad = t.mr, .tile = t, .scores = scores_f32, .pv = pv_f32};
+    sdpa_run(call, ex, &j);
+}
+
 static void sdpa_neon(const bp_kernel_call *call, const arm_exec *ex) {
-    sdpa_run(call, ex, mm_tile_neon());
+    sdpa_tiled(call, ex, mm_tile_neon());
 }
 
 static void sdpa_sve(const bp_kernel_call *call, const arm_exec *ex) {
-    sdpa_run(call, ex, mm_tile_sve());
+    sdpa_tiled(call, ex, mm_tile_sve());
 }
 
 size_t arm_kernels_sdpa(const arm_features *f, arm_kernel *out, size_t cap) {
@@ -237,7 +230,10 @@ size_t arm_kernels_sdpa(const arm_features *f, arm_kernel *out, size_t cap) {
     const char *name = f->sve ? "sve" : "neon";
     const bp_dtype dtypes[] = {BP_DTYPE_F32, BP_DTYPE_F16, BP_DTYPE_BF16};
     size_t n = sizeof dtypes / sizeof dtypes[0];
-    for (size_t i = 0; i < n && i < cap; i++)
+    for (size_t i = 0; i < n && i < cap; i++) {
         out[i] = (arm_kernel){"sdpa", dtypes[i], body, name};
+        if (dtypes[i] == BP_DTYPE_BF16 && f->bf16)
+            out[i] = (arm_kernel){"sdpa", dtypes[i], sdpa_bfmmla, "neon-bfmmla"};
+    }
     return n;
 }
