@@ -138,6 +138,10 @@ static void child_error_messages(void *arg) {
     CHILD_CHECK(strncmp(props.description, "desc\\x1b[31m\\ndddd", 18) == 0);
     CHILD_CHECK(strlen(props.description) == sizeof props.description - 1);
     CHILD_CHECK(printable_text(props.description, 0));
+    /* The features likewise (ABI 1.5). */
+    CHILD_CHECK(strncmp(props.features, "sve\\x1b[31m\\nffff", 17) == 0);
+    CHILD_CHECK(strlen(props.features) == sizeof props.features - 1);
+    CHILD_CHECK(printable_text(props.features, 0));
 }
 
 static void test_error_messages_from_a_plugin(void **state) {

@@ -80,12 +80,18 @@ static bp_status list_family_kernels(arm_backend *be, size_t cap) {
                                        "arm: cannot allocate the kernel list");
         n = families[f](&be->features, found, n);
         for (size_t i = 0; i < n; i++) {
-            if (listed(be->kernels, be->nkernels, found[i].op, found[i].dtype) ||
-                (unsigned)found[i].dtype >= BP_DTYPE_COUNT || !found[i].body) {
-                be->host->log(BP_LOG_WARN, ARM_NAME,
-                              "arm: kernel %s of dtype %d (%s) is listed twice or is "
-                              "malformed; the first listing stays",
-                              found[i].op, (int)found[i].dtype, found[i].variant);
+            const arm_kernel *k = &found[i];
+            if (!k->op || !k->body || !k->variant || (unsigned)k->dtype >= BP_DTYPE_COUNT) {
+                be->host->log(BP_LOG_ERROR, ARM_NAME,
+                              "arm: family %zu lists a kernel without an op, body or variant, "
+                              "or of an unknown dtype; left out",
+                              f);
+                continue;
+            }
+            if (listed(be->kernels, be->nkernels, k->op, k->dtype)) {
+                be->host->log(BP_LOG_ERROR, ARM_NAME,
+                              "arm: kernel %s %s (%s) is listed twice; the first listing stays",
+                              k->op, dtype_names[k->dtype], k->variant);
                 continue;
             }
             if (be->nkernels == cap) {
@@ -93,7 +99,7 @@ static bp_status list_family_kernels(arm_backend *be, size_t cap) {
                 return be->host->set_error(BP_ERR_INTERNAL,
                                            "arm: more than %zu kernels listed", cap);
             }
-            be->kernels[be->nkernels++] = found[i];
+            be->kernels[be->nkernels++] = *k;
         }
         free(found);
     }

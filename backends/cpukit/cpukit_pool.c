@@ -135,7 +135,8 @@ void cpukit_pool_parallel_for(cpukit_pool *pool, int64_t n, int64_t grain, cpuki
     if (grain < 1)
         grain = 1;
     int64_t max_chunks = (int64_t)pool->nthreads + 1;
-    int64_t nchunks = (n + grain - 1) / grain;
+    /* Rounded down, so that each chunk (but the last) holds at least `grain`. */
+    int64_t nchunks = n / grain > 1 ? n / grain : 1;
     if (nchunks > max_chunks * 4)
         nchunks = max_chunks * 4; /* a few chunks per thread even out uneven speeds */
     if (nchunks <= 1 || pool->nthreads == 0) {

@@ -8,6 +8,7 @@
  *
  * This file: the descriptor, init, the devices, the current-device guard and the one
  * kernel function that every (op, dtype) is registered with. */
+#include "cpukit.h"
 #include "hpu_call.h"
 #include "hpu_graph.h"
 #include "hpu_internal.h"
@@ -24,17 +25,17 @@
 typedef struct kernel_task {
     const bp_host_services *host;
     int device_index;
-    hpu_call *call;
+    bp_kernel_call *call; /* the kit's copy (cpukit_call_copy) */
 } kernel_task;
 
 static void kernel_task_fn(void *payload) {
     kernel_task t;
     memcpy(&t, payload, sizeof t);
-    bp_status st = t.host->run_reference_kernel(&t.call->call);
+    bp_status st = t.host->run_reference_kernel(t.call);
     if (st != BP_OK)
         t.host->log(BP_LOG_ERROR, HPU_NAME,
                     "hpu:%d: %s kernel failed on the stream worker: status %d", t.device_index,
-                    t.call->call.op_name ? t.call->call.op_name : "?", (int)st);
+                    t.call->op_name ? t.call->op_name : "?", (int)st);
     free(t.call);
 }
 
@@ -46,7 +47,7 @@ static bp_status hpu_launch_kernel(const bp_kernel_call *call) {
     hpu_device *dev = s->device;
     hpu_backend *be = dev->backend;
     hpu_work w = hpu_work_kernel(&be->params, cost, call);
-    hpu_call *copy = hpu_call_copy(call);
+    bp_kernel_call *copy = cpukit_call_copy(call);
     if (!copy)
         return be->host->set_error(BP_ERR_OUT_OF_MEMORY, "hpu:%d: %s: out of host memory for "
                                    "the launch record", dev->index, cost->op);

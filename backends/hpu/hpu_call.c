@@ -1,41 +1,6 @@
-/* hpu: deep copies of kernel calls, and element/byte arithmetic on descriptors. */
+/* hpu: element/byte arithmetic on kernel descriptors. */
 #include "hpu_call.h"
 
-#include <stdlib.h>
-#include <string.h>
-
-hpu_call *hpu_call_copy(const bp_kernel_call *call) {
-    size_t nargs = (size_t)call->n_inputs + (size_t)call->n_outputs;
-    /* hpu_init refused hosts older than ABI 1.4, whose records lack attrs_size. */
-    size_t attrs = call->attrs && BP_CALL_HAS(call, attrs_size) ? call->attrs_size : 0;
-    /* Layout: the record, the descriptor pointers, the descriptors, the attributes;
-     * each part keeps 8-byte alignment (descriptors hold int64, attributes doubles). */
-    size_t ptr_bytes = nargs * sizeof(const bp_tensor_desc *);
-    size_t desc_bytes = nargs * sizeof(bp_tensor_desc);
-    hpu_call *c = malloc(sizeof *c + ptr_bytes + desc_bytes + attrs);
-    if (!c)
-        return NULL;
-    memset(&c->call, 0, sizeof c->call);
-    /* Never read past the host's record. */
-    size_t rec = call->struct_size < sizeof c->call ? call->struct_size : sizeof c->call;
-    memcpy(&c->call, call, rec);
-    c->call.struct_size = sizeof c->call;
-
-    const bp_tensor_desc **ptrs = (const bp_tensor_desc **)(c + 1);
-    bp_tensor_desc *descs = (bp_tensor_desc *)((char *)ptrs + ptr_bytes);
-    for (size_t i = 0; i < nargs; i++) {
-        size_t ni = (size_t)call->n_inputs;
-        descs[i] = i < ni ? *call->inputs[i] : *call->outputs[i - ni];
-        ptrs[i] = &descs[i];
-    }
-    void *attr_copy = (char *)descs + desc_bytes;
-    if (attrs)
-        memcpy(attr_copy, call->attrs, attrs);
-    c->call.inputs = ptrs;
-    c->call.outputs = ptrs + call->n_inputs;
-    c->call.attrs = attrs ? attr_copy : NULL;
-    return c;
-}
 
 size_t hpu_dtype_size(bp_dtype dtype) {
     static const unsigned char bytes[BP_DTYPE_COUNT] = {

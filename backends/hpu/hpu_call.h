@@ -1,8 +1,5 @@
-/* hpu: kernel calls kept past the dispatch that made them, and what they touch.
- *
- * The host's bp_kernel_call and everything it points to live only during the kernel
- * call; a deferred launch (an eager op on a stream worker, a node of a captured region)
- * keeps a deep copy: the record, the descriptors and the attribute bytes in one block. */
+/* hpu: what kernel calls touch. (A deferred launch, an eager op on a stream worker or a
+ * node of a captured region, keeps the kit's deep copy of the call: cpukit_call_copy.) */
 #ifndef BP_HPU_CALL_H
 #define BP_HPU_CALL_H
 
@@ -10,14 +7,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-typedef struct hpu_call {
-    bp_kernel_call call; /* inputs/outputs/attrs point into this block */
-} hpu_call;
-
-/** A deep copy of `call` with its call->attrs_size attribute bytes (none when call->attrs is
- *  NULL), or NULL when out of host memory. Free with free(). */
-hpu_call *hpu_call_copy(const bp_kernel_call *call);
 
 /** Bytes of one element of `dtype` (0 for an invalid value). */
 size_t hpu_dtype_size(bp_dtype dtype);

@@ -70,7 +70,7 @@ typedef struct span {
 
 typedef struct node {
     node_kind kind;
-    hpu_call *call;            /* NODE_KERNEL */
+    bp_kernel_call *call;      /* NODE_KERNEL: the kit's copy (cpukit_call_copy) */
     void *dst;                 /* NODE_COPY, NODE_MEMSET */
     const void *src;           /* NODE_COPY */
     size_t size;
@@ -168,8 +168,8 @@ static void set_envelope(node *n) {
         n->envelope = (span){0, 0};
 }
 
-bp_status hpu_graph_add_kernel(hpu_graph *g, hpu_call *call, const hpu_work *work) {
-    const bp_kernel_call *c = &call->call;
+bp_status hpu_graph_add_kernel(hpu_graph *g, bp_kernel_call *call, const hpu_work *work) {
+    const bp_kernel_call *c = call;
     node *n = append_node(g, NODE_KERNEL, c->n_inputs + c->n_outputs);
     if (!n)
         return out_of_memory(g, "a kernel node");
@@ -344,11 +344,11 @@ static void run_task_fn(void *payload) {
         node *n = &r->nodes[i];
         switch (n->kind) {
         case NODE_KERNEL: {
-            bp_status st = r->host->run_reference_kernel(&n->call->call);
+            bp_status st = r->host->run_reference_kernel(n->call);
             if (st != BP_OK)
                 r->host->log(BP_LOG_ERROR, HPU_NAME,
                              "hpu:%d: region node %d (%s, %s) failed: status %d", r->device_index,
-                             i, n->call->call.op_name ? n->call->call.op_name : "?",
+                             i, n->call->op_name ? n->call->op_name : "?",
                              hpu_engine_name(n->work.engine), (int)st);
             break;
         }

@@ -40,7 +40,7 @@ hpu_done_state hpu_done_get(hpu_done *done, cpu_queue **out_queue, uint64_t *out
 hpu_done *hpu_graph_done(hpu_graph *g);
 
 /** A kernel call; takes `call` (freed with the graph) on success. */
-bp_status hpu_graph_add_kernel(hpu_graph *g, hpu_call *call, const hpu_work *work);
+bp_status hpu_graph_add_kernel(hpu_graph *g, bp_kernel_call *call, const hpu_work *work);
 bp_status hpu_graph_add_copy(hpu_graph *g, void *dst, const void *src, size_t size,
                              const hpu_work *work);
 bp_status hpu_graph_add_memset(hpu_graph *g, void *ptr, int value, size_t size,

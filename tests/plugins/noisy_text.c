@@ -83,6 +83,9 @@ static bp_status noisy_get_props(void *backend, int index, bp_backend_device_pro
     /* No NUL anywhere in the description, and control bytes in it. */
     memset(props->description, 'd', sizeof props->description);
     memcpy(props->description, "desc\x1b[31m\n", 10);
+    /* The same in the features (ABI 1.5). */
+    memset(props->features, 'f', sizeof props->features);
+    memcpy(props->features, "sve\x1b[31m\n", 9);
     props->total_memory = 1 << 20;
     props->dtypes = 1u << BP_DTYPE_F32;
     return BP_OK;
