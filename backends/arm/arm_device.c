@@ -66,7 +66,8 @@ void arm_devices_init(arm_backend *be, const char *sysfs_root) {
         snprintf(tag, sizeof tag, "arm%d", i);
         cpu_thread_setup workers = {dev->pinned ? &dev->cpus : NULL, thread_start, be};
         cpukit_device_init(&dev->kit, be->host, name, tag, &workers, total);
-        dev->exec = (arm_exec){.features = &be->features, .parallel_for = parallel_for};
+        dev->exec = (arm_exec){.features = &be->features, .parallel_for = parallel_for,
+                               .log = be->host->log};
         be->host->log(BP_LOG_DEBUG, ARM_NAME, "arm:%d: %s, %d thread%s%s", i,
                       dev->group.description, dev->threads, dev->threads == 1 ? "" : "s",
                       dev->pinned ? " pinned" : "");

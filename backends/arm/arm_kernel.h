@@ -51,6 +51,10 @@ typedef struct arm_exec {
     void (*parallel_for)(const struct arm_exec *ex, int64_t n, int64_t grain, arm_range_fn fn,
                          void *ctx);
     void *pool; /**< the backend's, for parallel_for */
+    /** The host's log (host->log), for a kernel's rare lines (the matmul family's BLAS
+     *  lookup at its first call); NULL: say nothing. */
+    void (*log)(bp_log_level level, const char *source, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 } arm_exec;
 
 /** A kernel body (see the top of this file). */
