@@ -32,11 +32,17 @@ const char *bp_bench_emulation(void) {
     fclose(f);
     if (!found)
         return NULL;
-    line[strcspn(line, "\n")] = '\0';
+    /* "vendor_id\t: AuthenticAMD\n" is shown as "vendor_id: AuthenticAMD". */
+    char shown[128];
+    size_t n = 0;
+    for (const char *p = line; *p && *p != '\n' && n + 1 < sizeof shown; p++)
+        if (*p != '\t')
+            shown[n++] = *p;
+    shown[n] = '\0';
     snprintf(why, sizeof why,
              "this " BUILD_ARCH " program runs on " FOREIGN_ARCH " (/proc/cpuinfo: '%s'), "
              "under an emulator such as qemu-user",
-             line);
+             shown);
     return why;
 #else
     return NULL;
