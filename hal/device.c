@@ -219,6 +219,10 @@ bp_status bp_device_get_props(bp_device *device, bp_device_props *props) {
     full.dtypes = device->props.dtypes;
     full.stream_priority_least = device->props.stream_priority_least;
     full.stream_priority_greatest = device->props.stream_priority_greatest;
+    /* Empty for a plugin older than ABI 1.5: the registry's props start zeroed. */
+    const char *features = device->props.features;
+    bp_text_escape(full.features, sizeof full.features, features,
+                   strnlen(features, sizeof device->props.features), NULL);
     st = backend->desc->device->mem_info(device->handle, &full.free_memory, &full.total_memory);
     if (st != BP_OK)
         return bp_error_prefix(st, device->name);

@@ -149,6 +149,7 @@ bp_device *bp_registry_make_device(bp_backend *backend, int index) {
     }
     /* The plugin may have filled the whole array. */
     device->props.description[sizeof device->props.description - 1] = '\0';
+    device->props.features[sizeof device->props.features - 1] = '\0';
     if ((device->props.capabilities & BP_CAP_REGIONS) && !backend->desc->region) {
         bp_log(BP_LOG_ERROR, "registry",
                "%s:%d reports BP_CAP_REGIONS but the plugin has no region vtable; the "

@@ -126,6 +126,10 @@ static void test_good_plugin_json(void **state) {
     assert_string_equal(string_of(dev, "backend_version"), "1.0.0");
     assert_true(bp_test_contains(string_of(dev, "description"), "test device 1"));
     assert_true(has_string(cJSON_GetObjectItemCaseSensitive(dev, "capabilities"), "peer_copy"));
+    assert_string_equal(string_of(dev, "features"), "testdev-feature-a testdev-feature-b");
+    const cJSON *cpu = find_entry(root, "devices", "name", "cpu:0");
+    assert_non_null(cpu);
+    assert_string_equal(string_of(cpu, "features"), ""); /* the cpu backend reports none */
     check_cpu_listed(root);
     cJSON_Delete(root);
 }
@@ -143,7 +147,8 @@ static void test_text_output(void **state) {
                          NULL};
     assert_int_equal(run_info(NULL, env, &out), 0);
     if (!bp_test_contains(out, "testdev:1") || !bp_test_contains(out, "ABI 2.0") ||
-        !bp_test_contains(out, "no nodev hardware"))
+        !bp_test_contains(out, "no nodev hardware") ||
+        !bp_test_contains(out, "features: testdev-feature-a testdev-feature-b"))
         fail_msg("unexpected text output:\n%s", out);
     free(out);
 }

@@ -291,6 +291,7 @@ static void child_good(void *arg) {
     CHILD_CHECK(strcmp(props.backend_name, "testdev") == 0);
     CHILD_CHECK(props.capabilities & BP_CAP_PEER_COPY);
     CHILD_CHECK(props.capabilities & BP_CAP_TIMED_EVENTS);
+    CHILD_CHECK(strcmp(props.features, "testdev-feature-a testdev-feature-b") == 0); /* ABI 1.5 */
     check_device_works("testdev:1");
     check_device_works("cpu");
 }
@@ -548,6 +549,11 @@ static void child_abi_1_0(void *arg) {
     CHILD_CHECK(find_by_path("libbp_testdev_abi10.so", &info) > 0);
     CHILD_CHECK(info.state == BP_PLUGIN_LOADED);
     CHILD_CHECK(info.abi_major == 1 && info.abi_minor == 0);
+    /* Its props struct ends before the ABI 1.5 features: the host reports none. */
+    bp_device *dev = NULL;
+    bp_device_props props = {.struct_size = sizeof props};
+    CHILD_CHECK(bp_device_open("testdev:1", &dev) == BP_OK);
+    CHILD_CHECK(bp_device_get_props(dev, &props) == BP_OK && strcmp(props.features, "") == 0);
     check_device_works("testdev:1");
 }
 

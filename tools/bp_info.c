@@ -184,6 +184,8 @@ static void print_text(const bp_plugin_info *plugins, int np, const device_entry
         printf("      dtypes:");
         each_dtype(p->dtypes, print_word, NULL);
         puts(p->dtypes ? "" : " none");
+        if (*p->features)
+            printf("      features: %s\n", p->features);
     }
 }
 
@@ -221,6 +223,7 @@ static cJSON *device_json(const device_entry *e) {
     cJSON_AddStringToObject(o, "backend", p->backend_name);
     cJSON_AddStringToObject(o, "backend_version", p->backend_version);
     cJSON_AddStringToObject(o, "description", p->description);
+    cJSON_AddStringToObject(o, "features", p->features);
     cJSON_AddNumberToObject(o, "total_memory", (double)p->total_memory);
     cJSON_AddNumberToObject(o, "free_memory", (double)p->free_memory);
     each_capability(p->capabilities, add_word, cJSON_AddArrayToObject(o, "capabilities"));

@@ -49,7 +49,7 @@ static bp_status stream_create(void *device, int priority, void **out_stream) {
     char name[16];
     snprintf(name, sizeof name, "bp-hpu%d-s%u", dev->index,
              atomic_fetch_add(&be->next_stream_id, 1u));
-    int err = cpu_queue_create(name, &s->queue);
+    int err = cpu_queue_create(name, NULL, &s->queue);
     if (err != 0) {
         free(s);
         return be->host->set_error(err == ENOMEM ? BP_ERR_OUT_OF_MEMORY : BP_ERR_BACKEND,

@@ -53,6 +53,9 @@ typedef struct bp_device_props {
     uint32_t dtypes;                   /**< BP_DTYPE_BIT() of each supported dtype */
     int stream_priority_least;         /**< numerically largest (lowest) priority */
     int stream_priority_greatest;      /**< numerically smallest (highest) priority */
+    /** Features the backend reports, space-separated words ("asimd fp16 sve
+     *  sve_bits=256" for an arm device); "" when it reports none or predates them. */
+    char features[128];
 } bp_device_props;
 
 /** Opens the device named by `name`: "type" or "type:index", case-insensitive, where

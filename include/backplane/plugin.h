@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 #define BP_PLUGIN_ABI_MAJOR 1
-#define BP_PLUGIN_ABI_MINOR 4
+#define BP_PLUGIN_ABI_MINOR 5
 /** Oldest minor version of the current major that this host can drive. */
 #define BP_PLUGIN_ABI_MINOR_REQUIRED 0
 
@@ -173,6 +173,12 @@ typedef struct bp_backend_device_props {
     uint32_t dtypes;          /**< BP_DTYPE_BIT() mask */
     int stream_priority_least;
     int stream_priority_greatest;
+    /* ABI 1.5 */
+    /** The device's instruction-set or hardware features as space-separated words
+     *  ("asimd fp16 dotprod sve sve_bits=256"), NUL-terminated; "" for none. A host
+     *  older than 1.5 passes a struct that ends before it: bp_props_copy_out then leaves
+     *  it out. */
+    char features[128];
 } bp_backend_device_props;
 
 /** Devices. `backend` is the state init() returned; `device` a handle from open(). */

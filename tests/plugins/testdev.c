@@ -122,7 +122,13 @@ static bp_status testdev_get_props(void *backend, int index, bp_backend_device_p
     p.dtypes = BP_DTYPE_BIT(BP_DTYPE_COUNT) - 1; /* memory only: every dtype is bytes */
     p.stream_priority_least = 0;
     p.stream_priority_greatest = 0;
-    size_t n = props->struct_size < sizeof p ? props->struct_size : sizeof p;
+#ifdef TESTDEV_ABI_1_0
+    size_t mine = offsetof(bp_backend_device_props, features); /* the 1.0 header's struct */
+#else
+    size_t mine = sizeof p;
+    snprintf(p.features, sizeof p.features, "testdev-feature-a testdev-feature-b");
+#endif
+    size_t n = props->struct_size < mine ? props->struct_size : mine;
     memcpy(props, &p, n);
     return BP_OK;
 }
