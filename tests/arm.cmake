@@ -14,11 +14,15 @@ set(bp_arm_cpus
   sve512 "max,sve512=on" 512
   neon   "neoverse-n1"   "")
 
+# The backend's own variables come from the entry, not from whoever runs the tests.
+set(bp_arm_env "${bp_conf_env};BP_ARM_SVE_BITS=;BP_ARM_SYSFS_ROOT=")
+
 while(bp_arm_cpus)
   list(POP_FRONT bp_arm_cpus suffix qemu_cpu sve_bits)
   # The whole conformance suite on arm:0 (the backend's only cluster under qemu-user).
   bp_conformance_test(conformance_arm_${suffix} EXIT 0 ARGS --device arm:0 --junit JUNIT)
-  set_property(TEST conformance_arm_${suffix} APPEND PROPERTY ENVIRONMENT "QEMU_CPU=${qemu_cpu}")
+  set_tests_properties(conformance_arm_${suffix} PROPERTIES
+    ENVIRONMENT "${bp_arm_env};QEMU_CPU=${qemu_cpu}")
   # The kernels the backend chose on that CPU (check_arm_kernels.cmake): with SVE, the
   # SVE kernels at that vector length; without, NEON and nothing of SVE.
   if(sve_bits)
@@ -36,7 +40,7 @@ while(bp_arm_cpus)
     -DREQUIRE=${require} -DFORBID=${forbid}
     -P ${CMAKE_CURRENT_SOURCE_DIR}/check_arm_kernels.cmake)
   set_tests_properties(arm_kernels_${suffix} PROPERTIES TIMEOUT 120 LABELS conformance
-    ENVIRONMENT "${bp_conf_env};QEMU_CPU=${qemu_cpu}")
+    ENVIRONMENT "${bp_arm_env};QEMU_CPU=${qemu_cpu}")
 endwhile()
 
 # The aarch64 build's cpu backend passes too: conformance_cpu (tests/conformance.cmake).
