@@ -2,19 +2,23 @@
 BUILD_DIR ?= build
 ASAN_BUILD_DIR ?= build-asan
 TSAN_BUILD_DIR ?= build-tsan
+ARM_BUILD_DIR ?= build-arm
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 # The loader refuses plugins in group- or world-writable directories (hal/plugin_file.c):
 # build trees are made with umask 022 whatever the caller's (e.g. Ubuntu's 002).
 BUILD_UMASK = umask 022 &&
 
-.PHONY: all deps build build-asan build-tsan demo test test-release test-asan test-stress \
-	stress test-tsan bench clean
+.PHONY: all deps deps-arm build build-asan build-tsan build-arm demo test test-release \
+	test-asan test-stress stress test-tsan test-arm bench clean
 
 all: build
 
 deps:
 	@scripts/install-deps.sh
+
+deps-arm:
+	@scripts/install-deps.sh --arm
 
 build: deps
 	$(BUILD_UMASK) cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
@@ -28,6 +32,13 @@ build-asan: deps
 build-tsan: deps
 	$(BUILD_UMASK) cmake -S . -B $(TSAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=Debug -DBP_SANITIZE=thread $(CMAKE_FLAGS)
 	$(BUILD_UMASK) cmake --build $(TSAN_BUILD_DIR) -j $(JOBS) --target bp_concurrency_tests
+
+# The whole SDK cross-built for aarch64 (cmake/aarch64-linux-gnu.cmake: Debian's
+# gcc-aarch64-linux-gnu and the arm64 libraries through multiarch).
+build-arm: deps-arm
+	$(BUILD_UMASK) cmake -S . -B $(ARM_BUILD_DIR) -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+	$(BUILD_UMASK) cmake --build $(ARM_BUILD_DIR) -j $(JOBS)
 
 # Runs the main job, sliced attention under each schedule (samples/sliced_attention.c),
 # on the default device (BP_DEVICE picks another; DEMO_ARGS passes options, e.g.
@@ -65,6 +76,13 @@ test-tsan: build-tsan
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 		ctest --test-dir $(TSAN_BUILD_DIR) --output-on-failure -j $(JOBS) -L concurrency
 
+# Every test of the aarch64 build (as test-release does natively), each program run under
+# qemu-aarch64 (the toolchain file's CMAKE_CROSSCOMPILING_EMULATOR), the arm backend's
+# conformance at SVE lengths 128/256/512 and NEON-only among them (tests/arm.cmake). No
+# binfmt_misc needed.
+test-arm: build-arm
+	ctest --test-dir $(ARM_BUILD_DIR) --output-on-failure -j $(JOBS) -LE 'stress|full'
+
 # Benchmarks (not tests): allocator, dispatch, op throughput; instruction counts with
 # scripts/bench-callgrind.sh and scripts/bench-dispatch-callgrind.sh.
 bench: build
@@ -73,4 +91,4 @@ bench: build
 	$(BUILD_DIR)/bin/bp-bench ops
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) $(TSAN_BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) $(TSAN_BUILD_DIR) $(ARM_BUILD_DIR)

@@ -1,12 +1,34 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and tests need, only those missing.
 # Used by `make demo` and `make test`, so a fresh Debian 12 machine needs nothing else.
+#
+#   install-deps.sh         the native build's packages
+#   install-deps.sh --arm   those of the aarch64 cross build (`make test-arm`): the cross
+#                           compiler, qemu-user, and the arm64 libraries through Debian
+#                           multiarch (the arm64 architecture is added to dpkg if missing)
 set -euo pipefail
 
-# The last three: the OpenCL headers and ICD loader for backends/opencl, and PoCL, the
-# OpenCL CPU device its conformance test runs on.
-packages=(cmake make gcc pkg-config libcmocka-dev libcjson-dev libopenblas-dev
-          ocl-icd-opencl-dev pocl-opencl-icd opencl-headers)
+case "${1:-}" in
+  "")
+    # The last three: the OpenCL headers and ICD loader for backends/opencl, and PoCL, the
+    # OpenCL CPU device its conformance test runs on.
+    packages=(cmake make gcc pkg-config libcmocka-dev libcjson-dev libopenblas-dev
+              ocl-icd-opencl-dev pocl-opencl-icd opencl-headers)
+    arch=""
+    ;;
+  --arm)
+    # No OpenCL loader or PoCL of arm64: the cross build's OpenCL tests that need a device
+    # are skipped with that reason (tests/CMakeLists.txt).
+    packages=(cmake make pkg-config opencl-headers gcc-aarch64-linux-gnu qemu-user
+              libc6:arm64 libcmocka-dev:arm64 libcjson-dev:arm64 libopenblas-dev:arm64)
+    arch=arm64
+    ;;
+  *)
+    echo "usage: install-deps.sh [--arm]" >&2
+    exit 2
+    ;;
+esac
+
 missing=()
 for pkg in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
@@ -24,6 +46,10 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2
     exit 1
   fi
+fi
+if [ -n "$arch" ] && ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+  echo "install-deps: adding the $arch architecture (dpkg --add-architecture $arch)"
+  $sudo dpkg --add-architecture "$arch"
 fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq

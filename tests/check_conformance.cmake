@@ -1,11 +1,12 @@
 # Runs bp-conformance (EXE) with ARGS and checks its exit code (EXIT) and that its
 # output matches every regex of EXPECT. An argument JUNIT is replaced by a file in
 # WORK_DIR; then the report must be XML listing every test that --list selects.
+# EXE runs behind EMULATOR (a cross build's emulator, e.g. qemu-aarch64; empty natively).
 file(MAKE_DIRECTORY ${WORK_DIR})
 set(junit ${WORK_DIR}/junit.xml)
 file(REMOVE ${junit})
 list(TRANSFORM ARGS REPLACE "^JUNIT$" "${junit}")
-execute_process(COMMAND ${EXE} ${ARGS} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE out)
+execute_process(COMMAND ${EMULATOR} ${EXE} ${ARGS} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE out)
 message("${out}")
 if(NOT code STREQUAL EXIT)
   message(FATAL_ERROR "bp-conformance exited with ${code}, expected ${EXIT}")
@@ -19,7 +20,7 @@ if(ARGS MATCHES "${junit}")
   # The selection of this run, without the options that only concern running.
   set(list_args ${ARGS})
   list(REMOVE_ITEM list_args --junit ${junit})
-  execute_process(COMMAND ${EXE} ${list_args} --list RESULT_VARIABLE code OUTPUT_VARIABLE listed)
+  execute_process(COMMAND ${EMULATOR} ${EXE} ${list_args} --list RESULT_VARIABLE code OUTPUT_VARIABLE listed)
   string(REGEX MATCHALL "\n[a-z_]+\\.[a-z0-9_]+ " tests "\n${listed}")
   list(LENGTH tests n_listed)
   file(READ ${junit} xml)

@@ -6,9 +6,10 @@
 #     is never kept).
 #  2. an option the compiler rejects outright: a clear message naming the options.
 #  3. no extra options: the same op passes (nothing half-built was left behind).
+# EXE runs behind EMULATOR (a cross build's emulator, e.g. qemu-aarch64; empty natively).
 function(run_conformance options filter)
   set(ENV{BP_OPENCL_BUILD_OPTIONS} "${options}")
-  execute_process(COMMAND ${EXE} --device opencl:0 --filter "${filter}"
+  execute_process(COMMAND ${EMULATOR} ${EXE} --device opencl:0 --filter "${filter}"
     RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE out)
   message("---- BP_OPENCL_BUILD_OPTIONS='${options}' --filter '${filter}': exit ${code}\n${out}")
   set(code "${code}" PARENT_SCOPE)

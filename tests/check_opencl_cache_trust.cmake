@@ -9,13 +9,14 @@
 # 4. (when run as root, who can chown) a directory owned by another user is not used.
 # bp-conformance shows a passing test's log with --verbose: that is where the warnings
 # are looked for.
+# EXE runs behind EMULATOR (a cross build's emulator, e.g. qemu-aarch64; empty natively).
 set(filter "ops.add_f32")
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 
 function(run_conformance what dir out_var)
   set(ENV{BP_OPENCL_CACHE_DIR} "${dir}")
-  execute_process(COMMAND ${EXE} --device opencl:0 --filter "${filter}" --verbose
+  execute_process(COMMAND ${EMULATOR} ${EXE} --device opencl:0 --filter "${filter}" --verbose
     RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE out)
   message("---- ${what}: exit ${code}\n${out}")
   if(NOT code EQUAL 0 OR NOT out MATCHES "PASS +ops\\.add_f32")

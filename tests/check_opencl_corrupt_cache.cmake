@@ -2,6 +2,7 @@
 # BP_OPENCL_CACHE_DIR to it): a first run fills the cache, then every *.bin is
 # overwritten with junk; a second run must pass, rebuilding the programs from source, and
 # every .bin must be a valid cache file again.
+# EXE runs behind EMULATOR (a cross build's emulator, e.g. qemu-aarch64; empty natively).
 set(filter "ops.add_f32")
 file(REMOVE_RECURSE ${CACHE_DIR})
 if(NOT "$ENV{BP_OPENCL_CACHE_DIR}" STREQUAL "${CACHE_DIR}")
@@ -9,7 +10,7 @@ if(NOT "$ENV{BP_OPENCL_CACHE_DIR}" STREQUAL "${CACHE_DIR}")
 endif()
 
 function(run_conformance what)
-  execute_process(COMMAND ${EXE} --device opencl:0 --filter "${filter}"
+  execute_process(COMMAND ${EMULATOR} ${EXE} --device opencl:0 --filter "${filter}"
     RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE out)
   message("---- ${what}: exit ${code}\n${out}")
   if(NOT code EQUAL 0 OR NOT out MATCHES "PASS +ops\\.add_f32")

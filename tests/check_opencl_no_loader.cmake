@@ -1,10 +1,11 @@
 # Runs bp-info (EXE) with BP_OPENCL_LIBRARY (set by the test) naming LIBRARY, a loader that
 # does not exist: the opencl plugin must be listed as loaded with 0 devices and a reason
 # that names the library (with dlerror's text), and the cpu device must still be there.
+# EXE runs behind EMULATOR (a cross build's emulator, e.g. qemu-aarch64; empty natively).
 if(NOT "$ENV{BP_OPENCL_LIBRARY}" STREQUAL "${LIBRARY}")
   message(FATAL_ERROR "BP_OPENCL_LIBRARY is '$ENV{BP_OPENCL_LIBRARY}', not '${LIBRARY}'")
 endif()
-execute_process(COMMAND ${EXE} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE out)
+execute_process(COMMAND ${EMULATOR} ${EXE} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE out)
 message("${out}")
 if(NOT code EQUAL 0)
   message(FATAL_ERROR "bp-info exited with ${code}")

@@ -1,9 +1,10 @@
 # Runs bp-info (EXE) with OCL_ICD_VENDORS (set by the test) naming the empty directory
 # EMPTY_DIR: the opencl plugin must be listed as loaded with 0 devices and the reason
 # that no platform was found, and the cpu device must still be there.
+# EXE runs behind EMULATOR (a cross build's emulator, e.g. qemu-aarch64; empty natively).
 file(REMOVE_RECURSE ${EMPTY_DIR})
 file(MAKE_DIRECTORY ${EMPTY_DIR})
-execute_process(COMMAND ${EXE} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE out)
+execute_process(COMMAND ${EMULATOR} ${EXE} RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE out)
 message("${out}")
 if(NOT code EQUAL 0)
   message(FATAL_ERROR "bp-info exited with ${code}")

@@ -1,6 +1,7 @@
 # sliced_attention --json (EXE) must print an array of the five scenarios, in order,
 # each with the keys peak_scratch_mb, time_ms and max_error as numbers.
-execute_process(COMMAND ${EXE} --json RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+# EXE runs behind EMULATOR (a cross build's emulator, e.g. qemu-aarch64; empty natively).
+execute_process(COMMAND ${EMULATOR} ${EXE} --json RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "sliced_attention --json exited ${rc}: ${err}")
 endif()

@@ -11,8 +11,8 @@ function(bp_conformance_test name)
   string(REPLACE ";" "\\;" args "${arg_ARGS}")
   string(REPLACE ";" "\\;" expect "${arg_EXPECT}")
   add_test(NAME ${name} COMMAND ${CMAKE_COMMAND}
-    -DEXE=$<TARGET_FILE:bp-conformance> -DARGS=${args} -DEXIT=${arg_EXIT}
-    -DEXPECT=${expect} -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/${name}
+    -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+    -DARGS=${args} -DEXIT=${arg_EXIT} -DEXPECT=${expect} -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/${name}
     -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
   set(env "${bp_conf_env}")
   if(arg_DEFECT)
@@ -58,22 +58,7 @@ set_property(TEST conformance_hpu APPEND PROPERTY ENVIRONMENT "BP_HPU_MEMORY_MB=
 # device has. Its kernels are built into a cache inside the build tree (XDG_CACHE_HOME
 # also moves PoCL's own cache there), so the first run compiles them all.
 if(TARGET bp_opencl)
-  bp_conformance_test(conformance_opencl EXIT 0
-    EXPECT "PASS  ops\\.sdpa_f32" "PASS  ops\\.copy_bf16" "PASS  events\\.elapsed_time"
-    ARGS --device opencl:0 --junit JUNIT)
-  # In sanitizer builds, PoCL's own leaks (compiling kernels) are suppressed.
-  set_property(TEST conformance_opencl APPEND PROPERTY ENVIRONMENT
-    "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache;BP_OPENCL_CACHE=;BP_OPENCL_CACHE_DIR="
-    "BP_OPENCL_LIBRARY=;BP_OPENCL_BUILD_OPTIONS="
-    "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/backends/opencl/lsan-pocl.supp")
-  # No OpenCL platform (OCL_ICD_VENDORS names an empty directory): the plugin still
-  # loads, with 0 devices and the reason, and the cpu is still there.
-  add_test(NAME opencl_no_platform COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:bp-info>
-    -DEMPTY_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_no_icd
-    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_no_platform.cmake)
-  set_tests_properties(opencl_no_platform PROPERTIES TIMEOUT 60 LABELS conformance ENVIRONMENT
-    "${bp_conf_env};OCL_ICD_VENDORS=${CMAKE_CURRENT_BINARY_DIR}/opencl_no_icd")
-  # The environment of the error-path tests below: PoCL's cache in the build tree, no
+  # The environment of the tests below: PoCL's cache in the build tree, no
   # OpenCL variable from the caller's environment, PoCL's leaks suppressed.
   set(bp_ocl_env "${bp_conf_env};XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache"
     "BP_OPENCL_CACHE=;BP_OPENCL_CACHE_DIR=;BP_OPENCL_LIBRARY=;BP_OPENCL_BUILD_OPTIONS="
@@ -81,30 +66,54 @@ if(TARGET bp_opencl)
   # An ICD loader that cannot be opened (BP_OPENCL_LIBRARY): 0 devices, the reason names
   # the library, the cpu is still there.
   add_test(NAME opencl_no_loader COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:bp-info>
-    -DLIBRARY=/nonexistent/libOpenCL.so.1
+    -DEMULATOR=${bp_emulator_arg} -DLIBRARY=/nonexistent/libOpenCL.so.1
     -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_no_loader.cmake)
   set_tests_properties(opencl_no_loader PROPERTIES TIMEOUT 60 LABELS conformance ENVIRONMENT
     "${bp_ocl_env};BP_OPENCL_LIBRARY=/nonexistent/libOpenCL.so.1")
-  # Kernel builds that fail (BP_OPENCL_BUILD_OPTIONS): the error carries the build log.
-  add_test(NAME opencl_build_failure COMMAND ${CMAKE_COMMAND}
-    -DEXE=$<TARGET_FILE:bp-conformance>
-    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_build_failure.cmake)
-  set_tests_properties(opencl_build_failure PROPERTIES TIMEOUT 300 LABELS conformance
-    ENVIRONMENT "${bp_ocl_env};BP_OPENCL_CACHE=0")
-  # Junk in the disk cache: the programs are rebuilt and the files replaced.
-  add_test(NAME opencl_corrupt_cache COMMAND ${CMAKE_COMMAND}
-    -DEXE=$<TARGET_FILE:bp-conformance>
-    -DCACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache_corrupt
-    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_corrupt_cache.cmake)
-  set_tests_properties(opencl_corrupt_cache PROPERTIES TIMEOUT 300 LABELS conformance
-    ENVIRONMENT "${bp_ocl_env};BP_OPENCL_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache_corrupt")
-  # Only a cache no one else can have written is used (check_opencl_cache_trust.cmake).
-  add_test(NAME opencl_cache_trust COMMAND ${CMAKE_COMMAND}
-    -DEXE=$<TARGET_FILE:bp-conformance>
-    -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache_trust
-    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_cache_trust.cmake)
-  set_tests_properties(opencl_cache_trust PROPERTIES TIMEOUT 300 LABELS conformance
-    ENVIRONMENT "${bp_ocl_env};BP_LOG=warn")
+  # The tests that need an OpenCL device.
+  set(bp_opencl_device_tests conformance_opencl opencl_no_platform opencl_build_failure
+      opencl_corrupt_cache opencl_cache_trust)
+  if(bp_opencl_skip)
+    foreach(t IN LISTS bp_opencl_device_tests)
+      bp_skipped_test(${t} "${bp_opencl_skip}")
+    endforeach()
+  else()
+    bp_conformance_test(conformance_opencl EXIT 0
+      EXPECT "PASS  ops\\.sdpa_f32" "PASS  ops\\.copy_bf16" "PASS  events\\.elapsed_time"
+      ARGS --device opencl:0 --junit JUNIT)
+    # In sanitizer builds, PoCL's own leaks (compiling kernels) are suppressed.
+    set_property(TEST conformance_opencl APPEND PROPERTY ENVIRONMENT
+      "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache;BP_OPENCL_CACHE=;BP_OPENCL_CACHE_DIR="
+      "BP_OPENCL_LIBRARY=;BP_OPENCL_BUILD_OPTIONS="
+      "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/backends/opencl/lsan-pocl.supp")
+    # No OpenCL platform (OCL_ICD_VENDORS names an empty directory): the plugin still
+    # loads, with 0 devices and the reason, and the cpu is still there.
+    add_test(NAME opencl_no_platform COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:bp-info>
+      -DEMULATOR=${bp_emulator_arg} -DEMPTY_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_no_icd
+      -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_no_platform.cmake)
+    set_tests_properties(opencl_no_platform PROPERTIES TIMEOUT 60 LABELS conformance ENVIRONMENT
+      "${bp_conf_env};OCL_ICD_VENDORS=${CMAKE_CURRENT_BINARY_DIR}/opencl_no_icd")
+    # Kernel builds that fail (BP_OPENCL_BUILD_OPTIONS): the error carries the build log.
+    add_test(NAME opencl_build_failure COMMAND ${CMAKE_COMMAND}
+      -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+      -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_build_failure.cmake)
+    set_tests_properties(opencl_build_failure PROPERTIES TIMEOUT 300 LABELS conformance
+      ENVIRONMENT "${bp_ocl_env};BP_OPENCL_CACHE=0")
+    # Junk in the disk cache: the programs are rebuilt and the files replaced.
+    add_test(NAME opencl_corrupt_cache COMMAND ${CMAKE_COMMAND}
+      -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+      -DCACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache_corrupt
+      -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_corrupt_cache.cmake)
+    set_tests_properties(opencl_corrupt_cache PROPERTIES TIMEOUT 300 LABELS conformance
+      ENVIRONMENT "${bp_ocl_env};BP_OPENCL_CACHE_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache_corrupt")
+    # Only a cache no one else can have written is used (check_opencl_cache_trust.cmake).
+    add_test(NAME opencl_cache_trust COMMAND ${CMAKE_COMMAND}
+      -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+      -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache_trust
+      -P ${CMAKE_CURRENT_SOURCE_DIR}/check_opencl_cache_trust.cmake)
+    set_tests_properties(opencl_cache_trust PROPERTIES TIMEOUT 300 LABELS conformance
+      ENVIRONMENT "${bp_ocl_env};BP_LOG=warn")
+  endif()
 endif()
 
 # Each seeded defect: the run fails (exit 1) and the named test is among the failures.
@@ -184,7 +193,7 @@ bp_conformance_test(conformance_defect_query_hang EXIT 1 DEFECT query_hang
 
 # The suite is installed with the SDK and runs from the install tree.
 add_test(NAME conformance_installed COMMAND sh -c
-  "rm -rf \"$1\" && ${CMAKE_COMMAND} --install ${CMAKE_BINARY_DIR} --prefix \"$1\" >/dev/null && \"$1/bin/bp-conformance\" --device cpu --filter 'device.*,ops.add_f32'"
+  "rm -rf \"$1\" && ${CMAKE_COMMAND} --install ${CMAKE_BINARY_DIR} --prefix \"$1\" >/dev/null && ${bp_emulator_words} \"$1/bin/bp-conformance\" --device cpu --filter 'device.*,ops.add_f32'"
   sh ${CMAKE_CURRENT_BINARY_DIR}/conformance_install)
 set_tests_properties(conformance_installed PROPERTIES ENVIRONMENT "${bp_conf_env}" TIMEOUT 300
   LABELS conformance PASS_REGULAR_EXPRESSION "6 passed, 0 failed")

@@ -9,7 +9,9 @@
 #   selective_build.sh <source dir> <work dir> <program> <full libbackplane.so> [cmake args...]
 #
 # The work dir keeps the second build between runs, so a re-run rebuilds only what
-# changed. BP_JOBS sets the build's parallelism (default: nproc).
+# changed. BP_JOBS sets the build's parallelism (default: nproc). In a cross build the
+# cmake args name the toolchain file, and BP_TEST_EMULATOR (e.g. qemu-aarch64) runs the
+# program.
 set -euo pipefail
 
 src=$1 work=$2 prog=$3 full_lib=$4
@@ -24,9 +26,11 @@ rm -f "$trace"
 export BP_AUTOLOAD=0 BP_PLUGIN_PATH= BP_PLUGINS= BP_DEVICE=
 
 fail() { echo "selective_build: $*" >&2; exit 1; }
+# Unquoted: the emulator's words (none natively).
+run_prog() { ${BP_TEST_EMULATOR:-} "$prog" "$@"; }
 
 echo "== 1. trace: BP_TRACE_OPS=$trace $prog run"
-BP_TRACE_OPS=$trace "$prog" run || fail "the traced run failed"
+BP_TRACE_OPS=$trace run_prog run || fail "the traced run failed"
 [[ -s $trace ]] || fail "BP_TRACE_OPS wrote no $trace"
 cat "$trace"
 grep -q '^    cpu: \[' "$trace" || fail "the trace lists no cpu kernels"
@@ -42,12 +46,12 @@ sel_lib=$(cd "$sub/lib" && pwd)/libbackplane.so
 grep -h "cpu kernels" "$log" || true
 
 echo "== 3. run against the selected library"
-out=$(LD_LIBRARY_PATH=$sub/lib "$prog" run) || { echo "$out"; fail "the program failed against the selected library"; }
+out=$(LD_LIBRARY_PATH=$sub/lib run_prog run) || { echo "$out"; fail "the program failed against the selected library"; }
 echo "$out"
 grep -q "^library: $sub/lib/" <<<"$out" ||
     grep -q "^library: $(cd "$sub/lib" && pwd -P)/" <<<"$out" ||
     fail "the program did not load the selected library (LD_LIBRARY_PATH ignored: an RPATH?)"
-out=$(LD_LIBRARY_PATH=$sub/lib "$prog" untraced) || { echo "$out"; fail "untraced ops did not fail with the missing-kernel error"; }
+out=$(LD_LIBRARY_PATH=$sub/lib run_prog untraced) || { echo "$out"; fail "untraced ops did not fail with the missing-kernel error"; }
 echo "$out"
 
 echo "== 4. sizes"

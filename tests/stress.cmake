@@ -46,7 +46,7 @@ foreach(t IN LISTS bp_concurrency_tests)
   set_property(TEST ${t} APPEND PROPERTY LABELS concurrency)
   get_test_property(${t} ENVIRONMENT env)
   add_test(NAME stress_${t} COMMAND bp-stress --name ${t}
-    --default-iterations ${BP_STRESS_ITERATIONS} -- $<TARGET_FILE:${t}>)
+    --default-iterations ${BP_STRESS_ITERATIONS} -- ${bp_emulator} $<TARGET_FILE:${t}>)
   set_tests_properties(stress_${t} PROPERTIES LABELS stress ENVIRONMENT "${env}")
 endforeach()
 
@@ -64,7 +64,7 @@ foreach(device cpu hpu)
   endif()
   add_test(NAME stress_conformance_${device} COMMAND bp-stress --name conformance_${device}
     --default-iterations ${BP_STRESS_ITERATIONS}
-    -- $<TARGET_FILE:bp-conformance> --device ${device} --filter ${bp_conf_concurrency_filter})
+    -- ${bp_emulator} $<TARGET_FILE:bp-conformance> --device ${device} --filter ${bp_conf_concurrency_filter})
   set_tests_properties(stress_conformance_${device} PROPERTIES LABELS stress
     ENVIRONMENT "${env}")
   if(BP_SANITIZER STREQUAL "thread")

@@ -62,10 +62,11 @@ static int count_state(const char *name, bp_plugin_state state) {
 }
 
 /* Devices of the backends that are always found: the built-in cpu backend, and the
- * plugins the build puts beside libbackplane (the hpu simulator, opencl). */
+ * plugins the build puts beside libbackplane (the hpu simulator, opencl, and arm in an
+ * aarch64 build). */
 static int count_type(const char *type);
 static int count_always_there(void) {
-    return count_type("cpu") + count_type("hpu") + count_type("opencl");
+    return count_type("cpu") + count_type("hpu") + count_type("opencl") + count_type("arm");
 }
 
 static int count_type(const char *type) {

@@ -78,6 +78,29 @@ int bp_test_run_child(void (*fn)(void *arg), void *arg, const char *const *env) 
     return decode_wait_status(status);
 }
 
+/* In a cross build, the emulator that runs the target's programs (CMake's
+ * CMAKE_CROSSCOMPILING_EMULATOR, e.g. qemu-aarch64; tests/CMakeLists.txt passes its words
+ * as BP_TEST_EMULATOR_ARGV). An emulated process cannot exec a program of the target by
+ * itself: qemu-user hands execve to the host kernel, which runs only host programs unless
+ * binfmt_misc is set up. So the command runs behind the emulator; natively the list is
+ * empty. */
+static const char *const emulator_argv[] = {BP_TEST_EMULATOR_ARGV NULL};
+enum { EMULATOR_WORDS = sizeof emulator_argv / sizeof emulator_argv[0] - 1 };
+
+/* In the child: execs argv behind the emulator words (if any). */
+static void exec_command(const char *const *argv) {
+    size_t n = 0;
+    while (argv[n])
+        n++;
+    const char **full = calloc(EMULATOR_WORDS + n + 1, sizeof *full);
+    if (!full)
+        _exit(127);
+    memcpy(full, emulator_argv, EMULATOR_WORDS * sizeof *full);
+    memcpy(full + EMULATOR_WORDS, argv, (n + 1) * sizeof *full);
+    execv(full[0], (char *const *)full);
+    _exit(127);
+}
+
 int bp_test_run_command(const char *const *argv, const char *const *env, char **out_stdout) {
     int fds[2];
     *out_stdout = NULL;
@@ -93,8 +116,7 @@ int bp_test_run_command(const char *const *argv, const char *const *env, char **
         dup2(fds[1], STDOUT_FILENO);
         close(fds[1]);
         apply_env(env);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
+        exec_command(argv);
     }
     close(fds[1]);
     size_t cap = 4096, len = 0;

@@ -36,4 +36,9 @@ void bp_bench_sort(double *values, int n);
  * an even n the mean of the middle two. After it values[0] is the minimum. */
 double bp_bench_median(double *values, int n);
 
+/* Under an emulator (bench_emulation.c): why it looks so, e.g. "this aarch64 program runs
+ * on an x86 host (...)", or NULL when the CPU the kernel describes is of the program's own
+ * architecture (or nothing is known). Times measured under an emulator mean nothing. */
+const char *bp_bench_emulation(void);
+
 #endif

@@ -691,10 +691,15 @@ static void print_results(const options *o, const setup *su, const char *device,
     int blas_threads = 0;
 #endif
     const char *timer = su->events ? "events" : "host";
+    const char *emulated = bp_bench_emulation();
     if (o->json) {
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "mode", "ops");
         cJSON_AddStringToObject(j, "device", device);
+        if (emulated)
+            cJSON_AddStringToObject(j, "emulated", emulated);
+        else
+            cJSON_AddNullToObject(j, "emulated");
         cJSON_AddStringToObject(j, "dtype", bp_dtype_name(o->dtype));
         cJSON_AddNumberToObject(j, "repeat", (double)o->repeat);
         cJSON_AddNumberToObject(j, "warmup", (double)o->warmup);
@@ -758,6 +763,9 @@ static void print_results(const options *o, const setup *su, const char *device,
     char warm[32] = "a warm-up";
     if (o->warmup != 1)
         snprintf(warm, sizeof warm, "%llu warm-ups", (unsigned long long)o->warmup);
+    if (emulated)
+        printf("NOTICE: emulated: %s. The times below mean nothing for real hardware.\n",
+               emulated);
     printf("bp-bench ops on %s: median of %llu runs after %s; OpenBLAS on the host", device,
            (unsigned long long)o->repeat, warm);
     if (blas_threads > 0)

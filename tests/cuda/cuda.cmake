@@ -16,17 +16,19 @@ bp_add_test(test_cuda WRAPPED_BY ${bp_cuda_skip} SOURCES cuda/test_cuda.c test_u
 add_dependencies(test_cuda bp_cuda)
 # The one test that needs two GPUs, as its own entry: skipped with one GPU, while
 # test_cuda reports the rest as run.
-add_test(NAME test_cuda_peer_copy COMMAND ${bp_cuda_skip} $<TARGET_FILE:test_cuda> test_peer_copy)
+add_test(NAME test_cuda_peer_copy COMMAND ${bp_cuda_skip} ${bp_emulator} $<TARGET_FILE:test_cuda>
+  test_peer_copy)
 # The whole conformance suite on cuda:0, and the demo on cuda:0 within its error bounds.
 add_test(NAME conformance_cuda COMMAND ${bp_cuda_skip} ${CMAKE_COMMAND}
-  -DEXE=$<TARGET_FILE:bp-conformance> -DARGS=--device\;cuda:0\;--junit\;JUNIT -DEXIT=0
+  -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+  -DARGS=--device\;cuda:0\;--junit\;JUNIT -DEXIT=0
   -DEXPECT=PASS\ \ ops\\.sdpa_bf16 -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/conformance_cuda
   -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
 add_test(NAME demo_sliced_attention_cuda COMMAND ${bp_cuda_skip}
-  $<TARGET_FILE:sliced_attention> --device cuda:0)
+  ${bp_emulator} $<TARGET_FILE:sliced_attention> --device cuda:0)
 set_tests_properties(test_cuda test_cuda_peer_copy conformance_cuda demo_sliced_attention_cuda
   PROPERTIES
-  ENVIRONMENT "${bp_cuda_env}" SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION "skipped: "
+  ENVIRONMENT "${bp_cuda_env};${bp_emulator_env}" SKIP_RETURN_CODE 77 SKIP_REGULAR_EXPRESSION "skipped: "
   TIMEOUT 900 LABELS cuda)
 set_tests_properties(demo_sliced_attention_cuda PROPERTIES PASS_REGULAR_EXPRESSION
   "on cuda:0.*naive_eager.*sliced_eager.*sliced_bfs.*sliced_strict.*sliced_auto.*\\(all within\\)")
