@@ -1,11 +1,10 @@
-/* What the matmul and sdpa families share: f32 views of f32/f16/bf16 operands (loads
- * widen, stores round once to nearest even), and the register-tile product both
- * families are built on, in the variants the CPU can run (NEON in matmul.c, SVE in
- * matmul_sve.c).
+/* What the matmul and sdpa families share: f32 views of strided f32/f16/bf16 operands
+ * (loads widen, stores round once to nearest even: arm_common.h's conversions and NEON
+ * row functions), and the register-tile product both families are built on, in the
+ * variants the CPU can run (NEON in matmul.c, SVE in matmul_sve.c).
  *
  * Everything here is NEON (armv8-a: every aarch64 CPU), so any kernel file may include
- * it; f16 widens with FCVTL and narrows with FCVTN (rounding per FPCR: nearest even,
- * Linux's default), bf16 widens by a shift and narrows by integer rounding. */
+ * it. */
 #ifndef BP_ARM_MM_COMMON_H
 #define BP_ARM_MM_COMMON_H
 
@@ -14,95 +13,34 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "arm_common.h"
 #include "arm_kernel.h"
 
 #define MM_INLINE __attribute__((always_inline)) static inline
 
-/* ---- scalar conversions ---- */
-
-MM_INLINE float mm_f16_to_f32(uint16_t h) {
-    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
-}
-
-MM_INLINE uint16_t mm_f32_to_f16(float f) {
-    return vget_lane_u16(vreinterpret_u16_f16(vcvt_f16_f32(vdupq_n_f32(f))), 0);
-}
-
-MM_INLINE float mm_bf16_to_f32(uint16_t h) {
-    uint32_t bits = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-/* Nearest even; a NaN stays a (quiet) NaN. */
-MM_INLINE uint16_t mm_f32_to_bf16(float f) {
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    if ((bits & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((bits >> 16) | 0x40u);
-    return (uint16_t)((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
-
-/* Four bf16 rounded from f32 lanes, as mm_f32_to_bf16. */
-MM_INLINE uint16x4_t mm_f32x4_to_bf16(float32x4_t v) {
-    uint32x4_t bits = vreinterpretq_u32_f32(v);
-    uint32x4_t odd = vandq_u32(vshrq_n_u32(bits, 16), vdupq_n_u32(1));
-    uint32x4_t rounded = vaddq_u32(bits, vaddq_u32(odd, vdupq_n_u32(0x7fffu)));
-    uint32x4_t is_nan = vmvnq_u32(vceqq_f32(v, v));
-    uint32x4_t quiet = vorrq_u32(bits, vdupq_n_u32(0x400000u));
-    return vmovn_u32(vshrq_n_u32(vbslq_u32(is_nan, quiet, rounded), 16));
-}
-
 /* ---- strided runs of f32/f16/bf16 as f32 ---- */
 
-/* dst[i] = element i of the n elements at src spaced `stride` elements apart. */
+/* dst[i] = element i of the n elements at src spaced `stride` elements apart: the
+ * elementwise families' NEON row loads (arm_common.h) for a contiguous run. */
 static inline void mm_load_f32(float *dst, const char *src, bp_dtype dt, int64_t n,
                                int64_t stride) {
-    int64_t i = 0;
-    if (dt == BP_DTYPE_F32) {
-        const float *s = (const float *)src;
-        if (stride == 1)
-            memcpy(dst, s, (size_t)n * sizeof *dst);
-        else
-            for (; i < n; i++)
-                dst[i] = s[i * stride];
+    if (stride == 1) {
+        arm_f32_neon.load[ak_fidx(dt)](dst, src, n);
         return;
     }
-    const uint16_t *s = (const uint16_t *)src;
-    bool f16 = dt == BP_DTYPE_F16;
-    if (stride == 1)
-        for (; i + 4 <= n; i += 4) {
-            uint16x4_t h = vld1_u16(s + i);
-            vst1q_f32(dst + i, f16 ? vcvt_f32_f16(vreinterpret_f16_u16(h))
-                                   : vreinterpretq_f32_u32(vshll_n_u16(h, 16)));
-        }
-    for (; i < n; i++)
-        dst[i] = f16 ? mm_f16_to_f32(s[i * stride]) : mm_bf16_to_f32(s[i * stride]);
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = ak_get_f32(src, dt, i * stride);
 }
 
 /* Element i of the n elements at dst spaced `stride` apart becomes src[i], rounded. */
 static inline void mm_store_f32(char *dst, bp_dtype dt, int64_t stride, const float *src,
                                 int64_t n) {
-    int64_t i = 0;
-    if (dt == BP_DTYPE_F32) {
-        float *d = (float *)dst;
-        if (stride == 1)
-            memcpy(d, src, (size_t)n * sizeof *d);
-        else
-            for (; i < n; i++)
-                d[i * stride] = src[i];
+    if (stride == 1) {
+        arm_f32_neon.store[ak_fidx(dt)](dst, src, n);
         return;
     }
-    uint16_t *d = (uint16_t *)dst;
-    bool f16 = dt == BP_DTYPE_F16;
-    if (stride == 1)
-        for (; i + 4 <= n; i += 4) {
-            float32x4_t v = vld1q_f32(src + i);
-            vst1_u16(d + i, f16 ? vreinterpret_u16_f16(vcvt_f16_f32(v)) : mm_f32x4_to_bf16(v));
-        }
-    for (; i < n; i++)
-        d[i * stride] = f16 ? mm_f32_to_f16(src[i]) : mm_f32_to_bf16(src[i]);
+    for (int64_t i = 0; i < n; i++)
+        ak_put_f32(dst, dt, i * stride, src[i]);
 }
 
 /* ---- the register tile ---- */

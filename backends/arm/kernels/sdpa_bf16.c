@@ -33,7 +33,7 @@ static void pv_bfmmla(const sdpa_job *j, sdpa_work *w, const char *v, int64_t j0
     uint16_t *p = w->q.h; /* the queries' buffer is free until the next block's scores */
     for (int64_t r = 0; r < bq_pad; r++)
         for (int64_t c = 0; c < bk_pad; c++)
-            p[bfmmla_at(BK, r, c)] = r < bq && c < bk ? mm_f32_to_bf16(w->s[r * BK + c]) : 0;
+            p[bfmmla_at(BK, r, c)] = r < bq && c < bk ? ak_f32_to_bf16(w->s[r * BK + c]) : 0;
     bfmmla_pack(w->v.h, BK, (const uint16_t *)v + j0 * j->vs[2], xc, xc_pad, bk, j->vs[3],
                 j->vs[2]);
     bfmmla_product(BK, bk_pad, p, w->v.h, w->o, DO, bq_pad, xc_pad);
