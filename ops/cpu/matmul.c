@@ -33,6 +33,7 @@
 #include "dtype_convert.h"
 #include "simd.h"
 #include "blas.h"
+#include "cpukit_matmul.h"
 #include "ops_internal.h"
 
 /* Blocked kernel: MR x NR register tile, MC x NC output tile, KC deep panels. The
@@ -51,14 +52,9 @@ typedef struct mm_job {
     size_t esize;
     const char *a, *b;
     char *c;
-    int64_t m, n, k;
-    int64_t sam, sak, sbk, sbn, scm, scn; /* element strides after the transposes */
-    int nbatch;                           /* batch dims (those of out) */
-    int64_t bshape[BP_KERNEL_MAX_DIMS];
-    int64_t bsa[BP_KERNEL_MAX_DIMS], bsb[BP_KERNEL_MAX_DIMS], bsc[BP_KERNEL_MAX_DIMS];
-    int64_t items;                        /* product of bshape */
-    bp_sgemm_fn sgemm;                    /* the CBLAS engine, or NULL */
-    int64_t mtiles, ntiles;               /* blocked kernel tiles per item */
+    cpukit_mm_geometry g;  /* sizes, strides after the transposes, batch dims */
+    bp_sgemm_fn sgemm;     /* the CBLAS engine, or NULL */
+    int64_t mtiles, ntiles; /* blocked kernel tiles per item */
 } mm_job;
 
 /* ---- conversions between the operands and f32 ---- */
@@ -68,21 +64,6 @@ static void pack_rows(float *dst, int64_t ld, const char *src, bp_dtype dt, size
                       int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
     for (int64_t r = 0; r < rows; r++)
         bp_load_f32(dst + r * ld, src + (size_t)(r * rs) * esize, dt, cols, cs);
-}
-
-/* Byte offsets of batch item t in a, b and c. */
-static void item_offsets(const mm_job *j, int64_t t, size_t *oa, size_t *ob, size_t *oc) {
-    int64_t ea = 0, eb = 0, ec = 0;
-    for (int d = j->nbatch - 1; d >= 0; d--) {
-        int64_t i = t % j->bshape[d];
-        t /= j->bshape[d];
-        ea += i * j->bsa[d];
-        eb += i * j->bsb[d];
-        ec += i * j->bsc[d];
-    }
-    *oa = (size_t)ea * j->esize;
-    *ob = (size_t)eb * j->esize;
-    *oc = (size_t)ec * j->esize;
 }
 
 /* ---- the blocked kernel ---- */
@@ -101,10 +82,10 @@ static void block_product(int64_t kc, const float *ap, const float *bp, float *c
 static void blocked_tile(const mm_job *j, int64_t t, int64_t mt, int64_t nt) {
     float ap[MC * KC], bp[KC * NC], cp[MC * NC];
     size_t oa, ob, oc;
-    item_offsets(j, t, &oa, &ob, &oc);
+    cpukit_mm_item_offsets(&j->g, t, j->esize, &oa, &ob, &oc);
     int64_t i0 = mt * MC, j0 = nt * NC;
-    int64_t mc = j->m - i0 < MC ? j->m - i0 : MC;
-    int64_t nc = j->n - j0 < NC ? j->n - j0 : NC;
+    int64_t mc = j->g.m - i0 < MC ? j->g.m - i0 : MC;
+    int64_t nc = j->g.n - j0 < NC ? j->g.n - j0 : NC;
     int64_t mc_pad = (mc + MR - 1) / MR * MR, nc_pad = (nc + NR - 1) / NR * NR;
     memset(cp, 0, sizeof cp);
     /* Padding rows of A and columns of B are zero, so partial tiles need no edge code. */
@@ -112,19 +93,19 @@ static void blocked_tile(const mm_job *j, int64_t t, int64_t mt, int64_t nt) {
         memset(ap + r * KC, 0, sizeof ap[0] * KC);
     for (int64_t p = 0; nc < nc_pad && p < KC; p++)
         memset(bp + p * NC + nc, 0, sizeof bp[0] * (size_t)(nc_pad - nc));
-    const char *a = j->a + oa + (size_t)(i0 * j->sam) * j->esize;
-    const char *b = j->b + ob + (size_t)(j0 * j->sbn) * j->esize;
-    for (int64_t k0 = 0; k0 < j->k; k0 += KC) {
-        int64_t kc = j->k - k0 < KC ? j->k - k0 : KC;
-        pack_rows(ap, KC, a + (size_t)(k0 * j->sak) * j->esize, j->dt, j->esize, mc, kc,
-                  j->sam, j->sak);
-        pack_rows(bp, NC, b + (size_t)(k0 * j->sbk) * j->esize, j->dt, j->esize, kc, nc,
-                  j->sbk, j->sbn);
+    const char *a = j->a + oa + (size_t)(i0 * j->g.sam) * j->esize;
+    const char *b = j->b + ob + (size_t)(j0 * j->g.sbn) * j->esize;
+    for (int64_t k0 = 0; k0 < j->g.k; k0 += KC) {
+        int64_t kc = j->g.k - k0 < KC ? j->g.k - k0 : KC;
+        pack_rows(ap, KC, a + (size_t)(k0 * j->g.sak) * j->esize, j->dt, j->esize, mc, kc,
+                  j->g.sam, j->g.sak);
+        pack_rows(bp, NC, b + (size_t)(k0 * j->g.sbk) * j->esize, j->dt, j->esize, kc, nc,
+                  j->g.sbk, j->g.sbn);
         block_product(kc, ap, bp, cp, mc_pad, nc_pad);
     }
-    char *c = j->c + oc + (size_t)(i0 * j->scm + j0 * j->scn) * j->esize;
+    char *c = j->c + oc + (size_t)(i0 * j->g.scm + j0 * j->g.scn) * j->esize;
     for (int64_t r = 0; r < mc; r++)
-        bp_store_f32(c + (size_t)(r * j->scm) * j->esize, j->dt, j->scn, cp + r * NC, nc);
+        bp_store_f32(c + (size_t)(r * j->g.scm) * j->esize, j->dt, j->g.scn, cp + r * NC, nc);
 }
 
 static void blocked_range(void *ctx, int64_t begin, int64_t end) {
@@ -137,81 +118,59 @@ static void blocked_range(void *ctx, int64_t begin, int64_t end) {
 
 /* ---- the CBLAS engine ---- */
 
-typedef struct blas_view {
-    bool ok;
-    int trans; /* BP_CBLAS_NO_TRANS or BP_CBLAS_TRANS */
-    int ld;
-} blas_view;
-
-/* How row-major BLAS can read a rows x cols f32 matrix with element strides (rs, cs),
- * if it can: row-major (cs = 1) or transposed (rs = 1), leading dim >= the row. */
-static blas_view view_of(bp_dtype dt, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-    blas_view v = {.ok = false};
+/* How BLAS reads an f32 matrix (cpukit_blas_view_of); other dtypes it never reads. */
+static cpukit_blas_view view_of(bp_dtype dt, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
     if (dt != BP_DTYPE_F32)
-        return v;
-    int64_t ld = 0;
-    if (cs == 1 && (rows <= 1 || rs >= cols)) {
-        v.trans = BP_CBLAS_NO_TRANS;
-        ld = rows <= 1 ? cols : rs;
-    } else if (rs == 1 && (cols <= 1 || cs >= rows)) {
-        v.trans = BP_CBLAS_TRANS;
-        ld = cols <= 1 ? rows : cs;
-    } else {
-        return v;
-    }
-    if (ld < 1)
-        ld = 1;
-    v.ok = ld <= INT_MAX;
-    v.ld = (int)ld;
-    return v;
+        return (cpukit_blas_view){.ok = false};
+    return cpukit_blas_view_of(rows, cols, rs, cs);
 }
 
 /* Scratch floats one item needs on the CBLAS engine (0: none). */
 static size_t blas_scratch(const mm_job *j) {
-    blas_view va = view_of(j->dt, j->m, j->k, j->sam, j->sak);
-    blas_view vb = view_of(j->dt, j->k, j->n, j->sbk, j->sbn);
-    blas_view vc = view_of(j->dt, j->m, j->n, j->scm, j->scn);
+    cpukit_blas_view va = view_of(j->dt, j->g.m, j->g.k, j->g.sam, j->g.sak);
+    cpukit_blas_view vb = view_of(j->dt, j->g.k, j->g.n, j->g.sbk, j->g.sbn);
+    cpukit_blas_view vc = view_of(j->dt, j->g.m, j->g.n, j->g.scm, j->g.scn);
     if (va.ok && vb.ok && vc.ok)
         return 0;
-    int64_t kp = va.ok && vb.ok ? j->k : (j->k < BLAS_PANEL_K ? j->k : BLAS_PANEL_K);
-    return (size_t)((va.ok ? 0 : j->m * kp) + (vb.ok ? 0 : kp * j->n) +
-                    (vc.ok && vc.trans == BP_CBLAS_NO_TRANS ? 0 : j->m * j->n));
+    int64_t kp = va.ok && vb.ok ? j->g.k : (j->g.k < BLAS_PANEL_K ? j->g.k : BLAS_PANEL_K);
+    return (size_t)((va.ok ? 0 : j->g.m * kp) + (vb.ok ? 0 : kp * j->g.n) +
+                    (vc.ok && vc.trans == BP_CBLAS_NO_TRANS ? 0 : j->g.m * j->g.n));
 }
 
 /* One batch item through cblas_sgemm; scratch holds blas_scratch(j) floats. */
 static void blas_item(const mm_job *j, int64_t t, float *scratch) {
     size_t oa, ob, oc;
-    item_offsets(j, t, &oa, &ob, &oc);
+    cpukit_mm_item_offsets(&j->g, t, j->esize, &oa, &ob, &oc);
     const char *a = j->a + oa, *b = j->b + ob;
     char *c = j->c + oc;
-    int m = (int)j->m, n = (int)j->n;
-    blas_view va = view_of(j->dt, j->m, j->k, j->sam, j->sak);
-    blas_view vb = view_of(j->dt, j->k, j->n, j->sbk, j->sbn);
-    blas_view vc = view_of(j->dt, j->m, j->n, j->scm, j->scn);
+    int m = (int)j->g.m, n = (int)j->g.n;
+    cpukit_blas_view va = view_of(j->dt, j->g.m, j->g.k, j->g.sam, j->g.sak);
+    cpukit_blas_view vb = view_of(j->dt, j->g.k, j->g.n, j->g.sbk, j->g.sbn);
+    cpukit_blas_view vc = view_of(j->dt, j->g.m, j->g.n, j->g.scm, j->g.scn);
     if (va.ok && vb.ok && vc.ok) {
         if (vc.trans == BP_CBLAS_NO_TRANS)
-            j->sgemm(BP_CBLAS_ROW_MAJOR, va.trans, vb.trans, m, n, (int)j->k, 1.0f,
+            j->sgemm(BP_CBLAS_ROW_MAJOR, va.trans, vb.trans, m, n, (int)j->g.k, 1.0f,
                         (const float *)a, va.ld, (const float *)b, vb.ld, 0.0f, (float *)c, vc.ld);
         else /* a column-major out: out^T = b^T a^T */
             j->sgemm(BP_CBLAS_ROW_MAJOR, vb.trans == BP_CBLAS_NO_TRANS ? BP_CBLAS_TRANS : BP_CBLAS_NO_TRANS,
-                        va.trans == BP_CBLAS_NO_TRANS ? BP_CBLAS_TRANS : BP_CBLAS_NO_TRANS, n, m, (int)j->k,
+                        va.trans == BP_CBLAS_NO_TRANS ? BP_CBLAS_TRANS : BP_CBLAS_NO_TRANS, n, m, (int)j->g.k,
                         1.0f, (const float *)b, vb.ld, (const float *)a, va.ld, 0.0f, (float *)c,
                         vc.ld);
         return;
     }
-    int64_t kp = va.ok && vb.ok ? j->k : (j->k < BLAS_PANEL_K ? j->k : BLAS_PANEL_K);
-    float *ap = scratch, *bp = ap + (va.ok ? 0 : j->m * kp), *cp = bp + (vb.ok ? 0 : kp * j->n);
+    int64_t kp = va.ok && vb.ok ? j->g.k : (j->g.k < BLAS_PANEL_K ? j->g.k : BLAS_PANEL_K);
+    float *ap = scratch, *bp = ap + (va.ok ? 0 : j->g.m * kp), *cp = bp + (vb.ok ? 0 : kp * j->g.n);
     bool c_direct = vc.ok && vc.trans == BP_CBLAS_NO_TRANS;
     float *cbuf = c_direct ? (float *)c : cp;
     int ldc = c_direct ? vc.ld : n;
-    for (int64_t k0 = 0; k0 < j->k; k0 += kp) {
-        int kc = (int)(j->k - k0 < kp ? j->k - k0 : kp);
-        const char *ak = a + (size_t)(k0 * j->sak) * j->esize;
-        const char *bk = b + (size_t)(k0 * j->sbk) * j->esize;
+    for (int64_t k0 = 0; k0 < j->g.k; k0 += kp) {
+        int kc = (int)(j->g.k - k0 < kp ? j->g.k - k0 : kp);
+        const char *ak = a + (size_t)(k0 * j->g.sak) * j->esize;
+        const char *bk = b + (size_t)(k0 * j->g.sbk) * j->esize;
         if (!va.ok)
-            pack_rows(ap, kc, ak, j->dt, j->esize, j->m, kc, j->sam, j->sak);
+            pack_rows(ap, kc, ak, j->dt, j->esize, j->g.m, kc, j->g.sam, j->g.sak);
         if (!vb.ok)
-            pack_rows(bp, n, bk, j->dt, j->esize, kc, j->n, j->sbk, j->sbn);
+            pack_rows(bp, n, bk, j->dt, j->esize, kc, j->g.n, j->g.sbk, j->g.sbn);
         j->sgemm(BP_CBLAS_ROW_MAJOR, va.ok ? va.trans : BP_CBLAS_NO_TRANS,
                     vb.ok ? vb.trans : BP_CBLAS_NO_TRANS, m, n, kc, 1.0f,
                     va.ok ? (const float *)ak : ap, va.ok ? va.ld : kc,
@@ -219,8 +178,8 @@ static void blas_item(const mm_job *j, int64_t t, float *scratch) {
                     ldc);
     }
     if (!c_direct)
-        for (int64_t r = 0; r < j->m; r++)
-            bp_store_f32(c + (size_t)(r * j->scm) * j->esize, j->dt, j->scn, cp + r * n, j->n);
+        for (int64_t r = 0; r < j->g.m; r++)
+            bp_store_f32(c + (size_t)(r * j->g.scm) * j->esize, j->dt, j->g.scn, cp + r * n, j->g.n);
 }
 
 /* The fallback when scratch cannot be had. */
@@ -245,66 +204,47 @@ static void blas_range(void *ctx, int64_t begin, int64_t end) {
 }
 
 static bool blas_fits(const mm_job *j) {
-    return j->m <= INT_MAX && j->n <= INT_MAX && j->k <= INT_MAX &&
-           (double)j->m * (double)j->n <= (double)INT_MAX;
+    return j->g.m <= INT_MAX && j->g.n <= INT_MAX && j->g.k <= INT_MAX &&
+           (double)j->g.m * (double)j->g.n <= (double)INT_MAX;
 }
 
 /* ---- the kernel ---- */
 
 static void zero_out(const mm_job *j) {
     float zeros[NC] = {0};
-    for (int64_t t = 0; t < j->items; t++) {
+    for (int64_t t = 0; t < j->g.items; t++) {
         size_t oa, ob, oc;
-        item_offsets(j, t, &oa, &ob, &oc);
-        for (int64_t r = 0; r < j->m; r++)
-            for (int64_t q = 0; q < j->n; q += NC)
-                bp_store_f32(j->c + oc + (size_t)(r * j->scm + q * j->scn) * j->esize, j->dt,
-                          j->scn, zeros, j->n - q < NC ? j->n - q : NC);
+        cpukit_mm_item_offsets(&j->g, t, j->esize, &oa, &ob, &oc);
+        for (int64_t r = 0; r < j->g.m; r++)
+            for (int64_t q = 0; q < j->g.n; q += NC)
+                bp_store_f32(j->c + oc + (size_t)(r * j->g.scm + q * j->g.scn) * j->esize, j->dt,
+                          j->g.scn, zeros, j->g.n - q < NC ? j->g.n - q : NC);
     }
 }
 
 static void matmul(const bp_kernel_call *call) {
     const bp_tensor_desc *a = call->inputs[0], *b = call->inputs[1], *c = call->outputs[0];
-    const bp_matmul_attrs *attrs = call->attrs;
-    int ta = attrs && attrs->trans_a, tb = attrs && attrs->trans_b;
     mm_job j = {.dt = c->dtype, .esize = bp_dtype_size(c->dtype), .a = a->data, .b = b->data,
-                .c = c->data, .nbatch = c->ndim - 2, .items = 1};
-    j.m = c->shape[c->ndim - 2];
-    j.n = c->shape[c->ndim - 1];
-    j.k = a->shape[a->ndim - (ta ? 2 : 1)];
-    j.sam = a->strides[a->ndim - (ta ? 1 : 2)];
-    j.sak = a->strides[a->ndim - (ta ? 2 : 1)];
-    j.sbk = b->strides[b->ndim - (tb ? 1 : 2)];
-    j.sbn = b->strides[b->ndim - (tb ? 2 : 1)];
-    j.scm = c->strides[c->ndim - 2];
-    j.scn = c->strides[c->ndim - 1];
-    for (int d = 0; d < j.nbatch; d++) {
-        int da = d - (c->ndim - a->ndim), db = d - (c->ndim - b->ndim);
-        j.bshape[d] = c->shape[d];
-        j.bsa[d] = da >= 0 && a->shape[da] != 1 ? a->strides[da] : 0;
-        j.bsb[d] = db >= 0 && b->shape[db] != 1 ? b->strides[db] : 0;
-        j.bsc[d] = c->strides[d];
-        j.items *= c->shape[d];
-    }
-    if (j.items == 0 || j.m == 0 || j.n == 0)
+                .c = c->data};
+    if (!cpukit_mm_geometry_of(call, &j.g))
         return;
-    if (j.k == 0) {
+    if (j.g.k == 0) {
         zero_out(&j);
         return;
     }
-    j.mtiles = (j.m + MC - 1) / MC;
-    j.ntiles = (j.n + NC - 1) / NC;
+    j.mtiles = (j.g.m + MC - 1) / MC;
+    j.ntiles = (j.g.n + NC - 1) / NC;
     j.sgemm = bp_blas_sgemm();
-    double work = (double)j.m * (double)j.n * (double)j.k;
+    double work = (double)j.g.m * (double)j.g.n * (double)j.g.k;
     if (j.sgemm && blas_fits(&j)) {
-        if (j.items > 1 && work <= BLAS_SERIAL_WORK)
-            bp_parallel_for(j.items, (int64_t)(1048576.0 / work) + 1, blas_range, &j);
+        if (j.g.items > 1 && work <= BLAS_SERIAL_WORK)
+            bp_parallel_for(j.g.items, (int64_t)(1048576.0 / work) + 1, blas_range, &j);
         else
-            blas_range(&j, 0, j.items);
+            blas_range(&j, 0, j.g.items);
         return;
     }
-    double tile_work = (double)(j.m < MC ? j.m : MC) * (double)(j.n < NC ? j.n : NC) * (double)j.k;
-    bp_parallel_for(j.items * j.mtiles * j.ntiles, (int64_t)(1048576.0 / tile_work) + 1,
+    double tile_work = (double)(j.g.m < MC ? j.g.m : MC) * (double)(j.g.n < NC ? j.g.n : NC) * (double)j.g.k;
+    bp_parallel_for(j.g.items * j.mtiles * j.ntiles, (int64_t)(1048576.0 / tile_work) + 1,
                     blocked_range, &j);
 }
 

@@ -58,29 +58,15 @@ mm_tile mm_tile_neon(void) { return (mm_tile){.mr = 4, .nr = 16, .fn = neon_tile
 /* K panels: the stack buffers take (MC KC + KC NC + MC NC) floats. */
 enum { KC = 96 };
 
-void mm_item_offsets(const mm_job *j, int64_t t, size_t *oa, size_t *ob, size_t *oc) {
-    int64_t ea = 0, eb = 0, ec = 0;
-    for (int d = j->nbatch - 1; d >= 0; d--) {
-        int64_t i = t % j->bshape[d];
-        t /= j->bshape[d];
-        ea += i * j->bsa[d];
-        eb += i * j->bsb[d];
-        ec += i * j->bsc[d];
-    }
-    *oa = (size_t)ea * j->esize;
-    *ob = (size_t)eb * j->esize;
-    *oc = (size_t)ec * j->esize;
-}
-
 /* a's rows i0 .. i0 + mc - 1, columns k0 .. k0 + kc - 1 into ap, zero rows up to
  * mc_pad: row-major (row stride KC) when a's rows are contiguous or neither is, else
  * (a transposed) column by column (column stride MC). Sets the strides the tile reads. */
 static void pack_a(const mm_job *j, const char *a, float *ap, int64_t mc, int64_t mc_pad,
                    int64_t kc, int64_t *ars, int64_t *aks) {
-    if (j->sam == 1 && j->sak != 1) {
+    if (j->g.sam == 1 && j->g.sak != 1) {
         *ars = 1, *aks = MC;
         for (int64_t p = 0; p < kc; p++) {
-            mm_load_f32(ap + p * MC, a + (size_t)(p * j->sak) * j->esize, j->dt, mc, 1);
+            mm_load_f32(ap + p * MC, a + (size_t)(p * j->g.sak) * j->esize, j->dt, mc, 1);
             memset(ap + p * MC + mc, 0, (size_t)(mc_pad - mc) * sizeof *ap);
         }
         return;
@@ -88,7 +74,7 @@ static void pack_a(const mm_job *j, const char *a, float *ap, int64_t mc, int64_
     *ars = KC, *aks = 1;
     for (int64_t r = 0; r < mc_pad; r++) {
         if (r < mc)
-            mm_load_f32(ap + r * KC, a + (size_t)(r * j->sam) * j->esize, j->dt, kc, j->sak);
+            mm_load_f32(ap + r * KC, a + (size_t)(r * j->g.sam) * j->esize, j->dt, kc, j->g.sak);
         else
             memset(ap + r * KC, 0, (size_t)kc * sizeof *ap);
     }
@@ -98,16 +84,16 @@ static void pack_a(const mm_job *j, const char *a, float *ap, int64_t mc, int64_
  * columns up to nc_pad. A transposed b (unit stride along K) is read column by column. */
 static void pack_b(const mm_job *j, const char *b, float *bp, int64_t kc, int64_t nc,
                    int64_t nc_pad) {
-    if (j->sbk == 1 && j->sbn != 1) {
+    if (j->g.sbk == 1 && j->g.sbn != 1) {
         float col[KC];
         for (int64_t x = 0; x < nc; x++) {
-            mm_load_f32(col, b + (size_t)(x * j->sbn) * j->esize, j->dt, kc, 1);
+            mm_load_f32(col, b + (size_t)(x * j->g.sbn) * j->esize, j->dt, kc, 1);
             for (int64_t p = 0; p < kc; p++)
                 bp[p * NC + x] = col[p];
         }
     } else {
         for (int64_t p = 0; p < kc; p++)
-            mm_load_f32(bp + p * NC, b + (size_t)(p * j->sbk) * j->esize, j->dt, nc, j->sbn);
+            mm_load_f32(bp + p * NC, b + (size_t)(p * j->g.sbk) * j->esize, j->dt, nc, j->g.sbn);
     }
     for (int64_t p = 0; p < kc && nc < nc_pad; p++)
         memset(bp + p * NC + nc, 0, (size_t)(nc_pad - nc) * sizeof *bp);
@@ -117,27 +103,27 @@ static void pack_b(const mm_job *j, const char *b, float *bp, int64_t kc, int64_
 static void blocked_tile(const mm_job *j, int64_t t, int64_t mt, int64_t nt) {
     float ap[MC * KC], bp[KC * NC], cp[MC * NC];
     size_t oa, ob, oc;
-    mm_item_offsets(j, t, &oa, &ob, &oc);
+    cpukit_mm_item_offsets(&j->g, t, j->esize, &oa, &ob, &oc);
     int64_t i0 = mt * MC, j0 = nt * NC;
-    int64_t mc = j->m - i0 < MC ? j->m - i0 : MC, nc = j->n - j0 < NC ? j->n - j0 : NC;
+    int64_t mc = j->g.m - i0 < MC ? j->g.m - i0 : MC, nc = j->g.n - j0 < NC ? j->g.n - j0 : NC;
     int64_t mc_pad = mm_round_up(mc, j->tile.mr), nc_pad = mm_round_up(nc, MM_PAD);
-    const char *a = j->a + oa + (size_t)(i0 * j->sam) * j->esize;
-    const char *b = j->b + ob + (size_t)(j0 * j->sbn) * j->esize;
+    const char *a = j->a + oa + (size_t)(i0 * j->g.sam) * j->esize;
+    const char *b = j->b + ob + (size_t)(j0 * j->g.sbn) * j->esize;
     memset(cp, 0, (size_t)(mc_pad * NC) * sizeof *cp);
-    for (int64_t k0 = 0; k0 < j->k; k0 += KC) {
-        int64_t kc = j->k - k0 < KC ? j->k - k0 : KC, ars, aks;
-        pack_a(j, a + (size_t)(k0 * j->sak) * j->esize, ap, mc, mc_pad, kc, &ars, &aks);
-        pack_b(j, b + (size_t)(k0 * j->sbk) * j->esize, bp, kc, nc, nc_pad);
+    for (int64_t k0 = 0; k0 < j->g.k; k0 += KC) {
+        int64_t kc = j->g.k - k0 < KC ? j->g.k - k0 : KC, ars, aks;
+        pack_a(j, a + (size_t)(k0 * j->g.sak) * j->esize, ap, mc, mc_pad, kc, &ars, &aks);
+        pack_b(j, b + (size_t)(k0 * j->g.sbk) * j->esize, bp, kc, nc, nc_pad);
         mm_product(j->tile, kc, ap, ars, aks, bp, NC, cp, NC, mc_pad, nc_pad, true);
     }
-    char *c = j->c + oc + (size_t)(i0 * j->scm + j0 * j->scn) * j->esize;
+    char *c = j->c + oc + (size_t)(i0 * j->g.scm + j0 * j->g.scn) * j->esize;
     for (int64_t r = 0; r < mc; r++)
-        mm_store_f32(c + (size_t)(r * j->scm) * j->esize, j->dt, j->scn, cp + r * NC, nc);
+        mm_store_f32(c + (size_t)(r * j->g.scm) * j->esize, j->dt, j->g.scn, cp + r * NC, nc);
 }
 
 static void blocked_range(void *ctx, int64_t begin, int64_t end) {
     const mm_job *j = ctx;
-    int64_t mtiles = (j->m + MC - 1) / MC, ntiles = (j->n + NC - 1) / NC;
+    int64_t mtiles = (j->g.m + MC - 1) / MC, ntiles = (j->g.n + NC - 1) / NC;
     for (int64_t task = begin; task < end; task++) {
         int64_t nt = task % ntiles, rest = task / ntiles;
         j->block(j, rest / mtiles, rest % mtiles, nt);
@@ -145,10 +131,10 @@ static void blocked_range(void *ctx, int64_t begin, int64_t end) {
 }
 
 void mm_run_tiles(const mm_job *j, const arm_exec *ex) {
-    int64_t mtiles = (j->m + MC - 1) / MC, ntiles = (j->n + NC - 1) / NC;
-    double tile_work = (double)(j->m < MC ? j->m : MC) * (double)(j->n < NC ? j->n : NC) *
-                       (double)(j->k > 0 ? j->k : 1);
-    ex->parallel_for(ex, j->items * mtiles * ntiles, (int64_t)(1048576.0 / tile_work) + 1,
+    int64_t mtiles = (j->g.m + MC - 1) / MC, ntiles = (j->g.n + NC - 1) / NC;
+    double tile_work = (double)(j->g.m < MC ? j->g.m : MC) * (double)(j->g.n < NC ? j->g.n : NC) *
+                       (double)(j->g.k > 0 ? j->g.k : 1);
+    ex->parallel_for(ex, j->g.items * mtiles * ntiles, (int64_t)(1048576.0 / tile_work) + 1,
                      blocked_range, (void *)j);
 }
 
@@ -162,28 +148,9 @@ void mm_run_blocked(mm_job *j, mm_tile tile, const arm_exec *ex) {
 
 bool mm_job_of(const bp_kernel_call *call, mm_job *j) {
     const bp_tensor_desc *a = call->inputs[0], *b = call->inputs[1], *c = call->outputs[0];
-    const bp_matmul_attrs *attrs = call->attrs;
-    int ta = attrs && attrs->trans_a, tb = attrs && attrs->trans_b;
     *j = (mm_job){.dt = c->dtype, .esize = c->dtype == BP_DTYPE_F32 ? 4 : 2, .a = a->data,
-                  .b = b->data, .c = c->data, .nbatch = c->ndim - 2, .items = 1};
-    j->m = c->shape[c->ndim - 2];
-    j->n = c->shape[c->ndim - 1];
-    j->k = a->shape[a->ndim - (ta ? 2 : 1)];
-    j->sam = a->strides[a->ndim - (ta ? 1 : 2)];
-    j->sak = a->strides[a->ndim - (ta ? 2 : 1)];
-    j->sbk = b->strides[b->ndim - (tb ? 1 : 2)];
-    j->sbn = b->strides[b->ndim - (tb ? 2 : 1)];
-    j->scm = c->strides[c->ndim - 2];
-    j->scn = c->strides[c->ndim - 1];
-    for (int d = 0; d < j->nbatch; d++) {
-        int da = d - (c->ndim - a->ndim), db = d - (c->ndim - b->ndim);
-        j->bshape[d] = c->shape[d];
-        j->bsa[d] = da >= 0 && a->shape[da] != 1 ? a->strides[da] : 0;
-        j->bsb[d] = db >= 0 && b->shape[db] != 1 ? b->strides[db] : 0;
-        j->bsc[d] = c->strides[d];
-        j->items *= c->shape[d];
-    }
-    return j->items > 0 && j->m > 0 && j->n > 0;
+                  .b = b->data, .c = c->data};
+    return cpukit_mm_geometry_of(call, &j->g);
 }
 
 static void matmul_neon(const bp_kernel_call *call, const arm_exec *ex) {

@@ -15,22 +15,22 @@ static void bfmmla_block(const mm_job *j, int64_t t, int64_t mt, int64_t nt) {
     uint16_t ap[MC * KC], bp[KC * NC];
     float cp[MC * NC];
     size_t oa, ob, oc;
-    mm_item_offsets(j, t, &oa, &ob, &oc);
+    cpukit_mm_item_offsets(&j->g, t, j->esize, &oa, &ob, &oc);
     int64_t i0 = mt * MC, j0 = nt * NC;
-    int64_t mc = j->m - i0 < MC ? j->m - i0 : MC, nc = j->n - j0 < NC ? j->n - j0 : NC;
+    int64_t mc = j->g.m - i0 < MC ? j->g.m - i0 : MC, nc = j->g.n - j0 < NC ? j->g.n - j0 : NC;
     int64_t mc_pad = mm_round_up(mc, 8), nc_pad = mm_round_up(nc, 8);
-    const uint16_t *a = (const uint16_t *)(j->a + oa) + i0 * j->sam;
-    const uint16_t *b = (const uint16_t *)(j->b + ob) + j0 * j->sbn;
+    const uint16_t *a = (const uint16_t *)(j->a + oa) + i0 * j->g.sam;
+    const uint16_t *b = (const uint16_t *)(j->b + ob) + j0 * j->g.sbn;
     memset(cp, 0, sizeof cp);
-    for (int64_t k0 = 0; k0 < j->k; k0 += KC) {
-        int64_t kc = j->k - k0 < KC ? j->k - k0 : KC;
-        bfmmla_pack(ap, KC, a + k0 * j->sak, mc, mc_pad, kc, j->sam, j->sak);
-        bfmmla_pack(bp, KC, b + k0 * j->sbk, nc, nc_pad, kc, j->sbn, j->sbk);
+    for (int64_t k0 = 0; k0 < j->g.k; k0 += KC) {
+        int64_t kc = j->g.k - k0 < KC ? j->g.k - k0 : KC;
+        bfmmla_pack(ap, KC, a + k0 * j->g.sak, mc, mc_pad, kc, j->g.sam, j->g.sak);
+        bfmmla_pack(bp, KC, b + k0 * j->g.sbk, nc, nc_pad, kc, j->g.sbn, j->g.sbk);
         bfmmla_product(KC, mm_round_up(kc, 4), ap, bp, cp, NC, mc_pad, nc_pad);
     }
-    char *c = j->c + oc + (size_t)(i0 * j->scm + j0 * j->scn) * j->esize;
+    char *c = j->c + oc + (size_t)(i0 * j->g.scm + j0 * j->g.scn) * j->esize;
     for (int64_t r = 0; r < mc; r++)
-        mm_store_f32(c + (size_t)(r * j->scm) * j->esize, j->dt, j->scn, cp + r * NC, nc);
+        mm_store_f32(c + (size_t)(r * j->g.scm) * j->esize, j->dt, j->g.scn, cp + r * NC, nc);
 }
 
 void mm_matmul_bfmmla(const bp_kernel_call *call, const arm_exec *ex) {

@@ -17,33 +17,6 @@
  * SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD). */
 #define BLAS_SERIAL_WORK (65536.0 * 4)
 
-/* How row-major BLAS reads a rows x cols matrix with element strides (rs, cs). */
-typedef struct blas_view {
-    bool ok;
-    int trans; /* CPUKIT_CBLAS_NO_TRANS or CPUKIT_CBLAS_TRANS */
-    int ld;
-} blas_view;
-
-/* Row-major (cs = 1) or transposed (rs = 1), with a leading dim at least the row. */
-static blas_view view_of(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-    blas_view v = {.ok = false};
-    int64_t ld;
-    if (cs == 1 && (rows <= 1 || rs >= cols)) {
-        v.trans = CPUKIT_CBLAS_NO_TRANS;
-        ld = rows <= 1 ? cols : rs;
-    } else if (rs == 1 && (cols <= 1 || cs >= rows)) {
-        v.trans = CPUKIT_CBLAS_TRANS;
-        ld = cols <= 1 ? rows : cs;
-    } else {
-        return v;
-    }
-    if (ld < 1)
-        ld = 1;
-    v.ok = ld <= INT_MAX;
-    v.ld = (int)ld;
-    return v;
-}
-
 static int flipped(int trans) {
     return trans == CPUKIT_CBLAS_NO_TRANS ? CPUKIT_CBLAS_TRANS : CPUKIT_CBLAS_NO_TRANS;
 }
@@ -51,16 +24,16 @@ static int flipped(int trans) {
 typedef struct blas_job {
     const mm_job *j;
     cpukit_sgemm_fn sgemm;
-    blas_view va, vb, vc;
+    cpukit_blas_view va, vb, vc;
 } blas_job;
 
 static void blas_range(void *ctx, int64_t begin, int64_t end) {
     const blas_job *bj = ctx;
     const mm_job *j = bj->j;
-    int m = (int)j->m, n = (int)j->n, k = (int)j->k;
+    int m = (int)j->g.m, n = (int)j->g.n, k = (int)j->g.k;
     for (int64_t t = begin; t < end; t++) {
         size_t oa, ob, oc;
-        mm_item_offsets(j, t, &oa, &ob, &oc);
+        cpukit_mm_item_offsets(&j->g, t, j->esize, &oa, &ob, &oc);
         const float *a = (const float *)(j->a + oa), *b = (const float *)(j->b + ob);
         float *c = (float *)(j->c + oc);
         if (bj->vc.trans == CPUKIT_CBLAS_NO_TRANS)
@@ -82,20 +55,20 @@ static void matmul_blas(const bp_kernel_call *call, const arm_exec *ex) {
     if (!mm_job_of(call, &j))
         return;
     blas_job bj = {.j = &j, .sgemm = cpukit_blas_sgemm(ex->log)};
-    bj.va = view_of(j.m, j.k, j.sam, j.sak);
-    bj.vb = view_of(j.k, j.n, j.sbk, j.sbn);
-    bj.vc = view_of(j.m, j.n, j.scm, j.scn);
-    bool fits = j.m <= INT_MAX && j.n <= INT_MAX && j.k <= INT_MAX &&
-                (double)j.m * (double)j.n <= (double)INT_MAX;
-    if (!bj.sgemm || !fits || j.k == 0 || !bj.va.ok || !bj.vb.ok || !bj.vc.ok) {
+    bj.va = cpukit_blas_view_of(j.g.m, j.g.k, j.g.sam, j.g.sak);
+    bj.vb = cpukit_blas_view_of(j.g.k, j.g.n, j.g.sbk, j.g.sbn);
+    bj.vc = cpukit_blas_view_of(j.g.m, j.g.n, j.g.scm, j.g.scn);
+    bool fits = j.g.m <= INT_MAX && j.g.n <= INT_MAX && j.g.k <= INT_MAX &&
+                (double)j.g.m * (double)j.g.n <= (double)INT_MAX;
+    if (!bj.sgemm || !fits || j.g.k == 0 || !bj.va.ok || !bj.vb.ok || !bj.vc.ok) {
         run_own(&j, ex);
         return;
     }
-    double work = (double)j.m * (double)j.n * (double)j.k;
-    if (j.items > 1 && work <= BLAS_SERIAL_WORK)
-        ex->parallel_for(ex, j.items, (int64_t)(1048576.0 / work) + 1, blas_range, &bj);
+    double work = (double)j.g.m * (double)j.g.n * (double)j.g.k;
+    if (j.g.items > 1 && work <= BLAS_SERIAL_WORK)
+        ex->parallel_for(ex, j.g.items, (int64_t)(1048576.0 / work) + 1, blas_range, &bj);
     else
-        blas_range(&bj, 0, j.items);
+        blas_range(&bj, 0, j.g.items);
 }
 
 /* The library is looked for at the first call, not here, as the cpu backend does:

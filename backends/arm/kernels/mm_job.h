@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <backplane/op_attrs.h>
 
+#include "cpukit_matmul.h"
 #include "mm_common.h"
 
 /* Output tiles: MC x NC elements of out per task. */
@@ -22,12 +23,7 @@ struct mm_job {
     size_t esize;
     const char *a, *b;
     char *c;
-    int64_t m, n, k;
-    int64_t sam, sak, sbk, sbn, scm, scn; /* element strides after the transposes */
-    int nbatch;                           /* batch dims (those of out) */
-    int64_t bshape[BP_KERNEL_MAX_DIMS];
-    int64_t bsa[BP_KERNEL_MAX_DIMS], bsb[BP_KERNEL_MAX_DIMS], bsc[BP_KERNEL_MAX_DIMS];
-    int64_t items;                        /* product of bshape */
+    cpukit_mm_geometry g;                 /* sizes, strides after the transposes, batch dims */
     mm_tile tile;                         /* the blocked kernel's register tile */
     mm_block_fn block;                    /* what computes a tile */
 };
@@ -35,9 +31,6 @@ struct mm_job {
 /* Fills j from the call (tile and block left empty); false when out is empty (nothing
  * to do). */
 bool mm_job_of(const bp_kernel_call *call, mm_job *j);
-
-/* Byte offsets of batch item t in a, b and c. */
-void mm_item_offsets(const mm_job *j, int64_t t, size_t *oa, size_t *ob, size_t *oc);
 
 /* Runs j->block over every output tile of the call, spread over the cluster. */
 void mm_run_tiles(const mm_job *j, const arm_exec *ex);
