@@ -6,7 +6,8 @@
  * The float drivers are portable C: they cut every tensor into runs, stage a run of
  * f16/bf16 or strided elements into an f32 tile on the stack, and call the row
  * functions of the variant the family picked (NEON or SVE), which are their only
- * vector code. Integer, where and data runs use NEON in the family files. */
+ * vector code. Integer, where and data runs call the integer table (arm_int_ops) of
+ * the variant: vec_int_neon.c or vec_int_sve.c. */
 #ifndef BP_ARM_COMMON_H
 #define BP_ARM_COMMON_H
 
@@ -229,6 +230,43 @@ extern const arm_f16_ops arm_f16_sve;  /* vec_sve.c: only when features->sve */
 /* The row functions for the features: SVE where present, else NEON. */
 static inline const arm_f32_ops *ak_f32_ops(const arm_features *f) {
     return f->sve ? &arm_f32_sve : &arm_f32_neon;
+}
+
+/* ---- integer and byte runs ----
+ * The contiguous-run functions of the integer ops, where and the data moves, of one
+ * ISA (vec_int_neon.c, vec_int_sve.c). Integers wrap (unsigned arithmetic); a strided
+ * or broadcast run never gets here (the families walk it element by element). */
+typedef void (*arm_u32_binary)(uint32_t *o, const uint32_t *a, const uint32_t *b, int64_t n);
+typedef void (*arm_u64_binary)(uint64_t *o, const uint64_t *a, const uint64_t *b, int64_t n);
+typedef struct arm_int_ops {
+    const char *variant; /* "neon", "sve" */
+    /* o = a op b: index 0 add, 1 sub, 2 mul (the order of the elementwise family). */
+    arm_u32_binary arith32[3];
+    arm_u64_binary arith64[3];
+    /* The wrapping sum, and the max (n >= 1), of n elements. */
+    uint32_t (*sum32)(const uint32_t *x, int64_t n);
+    uint64_t (*sum64)(const uint64_t *x, int64_t n);
+    int32_t (*max32)(const int32_t *x, int64_t n);
+    int64_t (*max64)(const int64_t *x, int64_t n);
+    /* o = c ? a : b for n elements of `size` bytes (1, 2, 4 or 8); c: n bytes, != 0 is
+     * true. o may be a or b itself (in place). */
+    void (*where)(uint8_t *o, const uint8_t *c, const uint8_t *a, const uint8_t *b, int64_t n,
+                  size_t size);
+    /* dst = src, `bytes` bytes (dst == src: nothing changes; no other overlap). */
+    void (*move)(uint8_t *dst, const uint8_t *src, size_t bytes);
+    /* `bytes` bytes of `pattern` (16 bytes: one element of 1 to 8 bytes, repeated)
+     * from dst on, dst being the start of an element. */
+    void (*fill)(uint8_t *dst, const uint8_t *pattern, size_t bytes);
+} arm_int_ops;
+
+extern const arm_int_ops arm_int_neon; /* vec_int_neon.c */
+extern const arm_int_ops arm_int_sve;  /* vec_int_sve.c: only when features->sve */
+
+/* The integer functions for the features: SVE where present, else NEON. A family
+ * names the variant at registration with ak_int_ops(f)->variant and its body picks
+ * with ak_int_ops(ex->features): the same features (the backend's), so the same. */
+static inline const arm_int_ops *ak_int_ops(const arm_features *f) {
+    return f->sve ? &arm_int_sve : &arm_int_neon;
 }
 
 /* n elements of dtype dt at p, step apart, as f32: p itself when it is an f32 run of

@@ -10,9 +10,9 @@
  * element by element through a double or an int64, which hold every source value
  * exactly. Where that middle step would round twice (f64 or a wide integer to bf16,
  * through f32), the first rounding is to odd, which the second then rounds as if it
- * were the only one. Moves, fills and the other conversions are the same code with or
- * without SVE (NEON stores, memcpy, scalar conversions): copy into f32, f16 and bf16
- * is the only variant "sve" here. */
+ * were the only one. Contiguous moves and fills go to the integer table of the
+ * variant (vec_int_neon.c, vec_int_sve.c: byte loads and stores); the other
+ * conversions are the same scalar code with or without SVE. */
 #include <arm_neon.h>
 
 #include "arm_common.h"
@@ -86,11 +86,12 @@ static bool is_float16_or_32(bp_dtype dt) {
 typedef struct copy_job {
     const bp_tensor_desc *out, *in;
     const arm_f32_ops *ops; /* conversions between f32, f16 and bf16 */
+    const arm_int_ops *ints; /* moves */
 } copy_job;
 
-static void move_run(const ak_run *r, size_t size) {
+static void move_run(const arm_int_ops *ints, const ak_run *r, size_t size) {
     if (r->step[0] == 1 && r->step[1] == 1) {
-        memmove(r->ptr[0], r->ptr[1], (size_t)r->n * size); /* copy onto itself: a no-op */
+        ints->move((uint8_t *)r->ptr[0], (const uint8_t *)r->ptr[1], (size_t)r->n * size);
         return;
     }
     for (int64_t i = 0; i < r->n; i++)
@@ -121,7 +122,7 @@ static void copy_range(void *ctx, int64_t begin, int64_t end) {
         ak_run r;
         ak_walk_next(&w, end - i < AK_TILE ? end - i : AK_TILE, &r);
         if (to == from)
-            move_run(&r, ak_esize(to));
+            move_run(job->ints, &r, ak_esize(to));
         else
             convert_run(job->ops, &r, to, from);
         i += r.n;
@@ -130,7 +131,7 @@ static void copy_range(void *ctx, int64_t begin, int64_t end) {
 
 static void copy_view(const arm_exec *ex, const arm_f32_ops *ops, const bp_tensor_desc *out,
                       const bp_tensor_desc *in) {
-    copy_job job = {.out = out, .in = in, .ops = ops};
+    copy_job job = {.out = out, .in = in, .ops = ops, .ints = ak_int_ops(ex->features)};
     ak_parallel(ex, ak_numel(out), GRAIN, copy_range, &job);
 }
 
@@ -154,7 +155,7 @@ static void cat_body(const bp_kernel_call *call, const arm_exec *ex) {
         bp_tensor_desc slice = *out;
         slice.shape[dim] = in->shape[dim];
         slice.data = (char *)out->data + at * out->strides[dim] * es;
-        copy_view(ex, &arm_f32_neon, &slice, in); /* same dtype: moves only */
+        copy_view(ex, ak_f32_ops(ex->features), &slice, in); /* same dtype: moves only */
         at += in->shape[dim];
     }
 }
@@ -163,13 +164,13 @@ static void cat_body(const bp_kernel_call *call, const arm_exec *ex) {
 
 typedef struct fill_job {
     const bp_tensor_desc *out;
+    const arm_int_ops *ints;
     uint8_t pattern[16]; /* the value's bytes, repeated */
 } fill_job;
 
 static void fill_range(void *ctx, int64_t begin, int64_t end) {
     const fill_job *job = ctx;
     const size_t size = ak_esize(job->out->dtype);
-    const uint8x16_t v = vld1q_u8(job->pattern);
     ak_walk w;
     ak_walk_init(&w, job->out, 0, NULL);
     ak_walk_seek(&w, begin);
@@ -177,11 +178,7 @@ static void fill_range(void *ctx, int64_t begin, int64_t end) {
         ak_run r;
         ak_walk_next(&w, end - i, &r);
         if (r.step[0] == 1) {
-            uint8_t *p = (uint8_t *)r.ptr[0];
-            size_t bytes = (size_t)r.n * size, b = 0;
-            for (; b + 16 <= bytes; b += 16)
-                vst1q_u8(p + b, v);
-            memcpy(p + b, job->pattern, bytes - b);
+            job->ints->fill((uint8_t *)r.ptr[0], job->pattern, (size_t)r.n * size);
         } else {
             for (int64_t j = 0; j < r.n; j++)
                 memcpy(r.ptr[0] + j * r.step[0] * (int64_t)size, job->pattern, size);
@@ -191,7 +188,7 @@ static void fill_range(void *ctx, int64_t begin, int64_t end) {
 }
 
 static void fill_body(const bp_kernel_call *call, const arm_exec *ex) {
-    fill_job job = {.out = call->outputs[0]};
+    fill_job job = {.out = call->outputs[0], .ints = ak_int_ops(ex->features)};
     const size_t size = ak_esize(job.out->dtype);
     wide value = {.d = ((const bp_fill_attrs *)call->attrs)->value};
     wide_store(job.out->dtype, (char *)job.pattern, value);
@@ -203,14 +200,12 @@ static void fill_body(const bp_kernel_call *call, const arm_exec *ex) {
 /* ---- the family ---- */
 
 size_t arm_kernels_data(const arm_features *f, arm_kernel *out, size_t cap) {
+    const char *variant = ak_int_ops(f)->variant;
     size_t n = 0;
     for (int d = 0; d < BP_DTYPE_COUNT; d++) {
-        ak_add(out, cap, &n, "fill", (bp_dtype)d, fill_body, "neon");
-        if (f->sve && is_float16_or_32((bp_dtype)d))
-            ak_add(out, cap, &n, "copy", (bp_dtype)d, copy_sve, "sve");
-        else
-            ak_add(out, cap, &n, "copy", (bp_dtype)d, copy_neon, "neon");
-        ak_add(out, cap, &n, "cat", (bp_dtype)d, cat_body, "neon");
+        ak_add(out, cap, &n, "fill", (bp_dtype)d, fill_body, variant);
+        ak_add(out, cap, &n, "copy", (bp_dtype)d, f->sve ? copy_sve : copy_neon, variant);
+        ak_add(out, cap, &n, "cat", (bp_dtype)d, cat_body, variant);
     }
     return n;
 }

@@ -4,10 +4,9 @@
  * A kernel walks the output in runs (arm_common.h's walker, which merges the dims all
  * operands walk as one): float runs are staged as f32 tiles and computed by the row
  * functions of the picked variant (vec_neon.c, vec_sve.c; f16 add/sub/mul/div in f16
- * instructions straight from memory with vec_fp16.c or vec_sve.c); integer and where
- * runs use NEON below, element by element when an operand is strided or broadcast. */
-#include <arm_neon.h>
-
+ * instructions straight from memory with vec_fp16.c or vec_sve.c); contiguous integer
+ * and where runs go to the integer table of the variant (vec_int_neon.c,
+ * vec_int_sve.c), strided or broadcast ones element by element here. */
 #include "arm_common.h"
 
 enum { GRAIN = 32768 };
@@ -22,6 +21,7 @@ typedef struct ew_job {
     ew_op op;
     const arm_f32_ops *ops;
     const arm_f16_ops *f16; /* NULL: f16 runs go through f32 tiles */
+    const arm_int_ops *ints; /* integer ops and where */
     float param;            /* scale's alpha; gelu: 1 for the tanh form */
     int nin;
 } ew_job;
@@ -95,36 +95,6 @@ static void float_kernel(const bp_kernel_call *call, const arm_exec *ex, ew_op o
 
 /* ---- integer add, sub, mul ---- */
 
-/* 64-bit lanes multiplied from 32-bit halves: lo*lo + ((lo*hi + hi*lo) << 32). */
-static inline uint64x2_t mul_u64(uint64x2_t a, uint64x2_t b) {
-    uint32x2_t al = vmovn_u64(a), bl = vmovn_u64(b);
-    uint32x2_t ah = vshrn_n_u64(a, 32), bh = vshrn_n_u64(b, 32);
-    uint32x2_t cross = vmla_u32(vmul_u32(al, bh), ah, bl);
-    return vaddq_u64(vmull_u32(al, bl), vshlq_n_u64(vmovl_u32(cross), 32));
-}
-
-#define INT_ROW(name, T, VT, LANES, LD, ST, VEXPR, SEXPR)                                  \
-    static void name(T *o, const T *a, const T *b, int64_t n) {                             \
-        int64_t i = 0;                                                                     \
-        for (; i + LANES <= n; i += LANES) {                                               \
-            VT x = LD(a + i), y = LD(b + i);                                               \
-            ST(o + i, VEXPR);                                                              \
-        }                                                                                  \
-        for (; i < n; i++) {                                                               \
-            T x = a[i], y = b[i];                                                          \
-            o[i] = SEXPR;                                                                  \
-        }                                                                                  \
-    }
-INT_ROW(add_u32, uint32_t, uint32x4_t, 4, vld1q_u32, vst1q_u32, vaddq_u32(x, y), x + y)
-INT_ROW(sub_u32, uint32_t, uint32x4_t, 4, vld1q_u32, vst1q_u32, vsubq_u32(x, y), x - y)
-INT_ROW(mul_u32, uint32_t, uint32x4_t, 4, vld1q_u32, vst1q_u32, vmulq_u32(x, y), x * y)
-INT_ROW(add_u64, uint64_t, uint64x2_t, 2, vld1q_u64, vst1q_u64, vaddq_u64(x, y), x + y)
-INT_ROW(sub_u64, uint64_t, uint64x2_t, 2, vld1q_u64, vst1q_u64, vsubq_u64(x, y), x - y)
-INT_ROW(mul_u64_row, uint64_t, uint64x2_t, 2, vld1q_u64, vst1q_u64, mul_u64(x, y), x * y)
-
-typedef void (*int32_row)(uint32_t *, const uint32_t *, const uint32_t *, int64_t);
-typedef void (*int64_row)(uint64_t *, const uint64_t *, const uint64_t *, int64_t);
-
 /* A strided run element by element (unsigned: wrapping is defined). */
 #define INT_STRIDED(T, r, OP)                                                              \
     for (int64_t k = 0; k < (r)->n; k++) {                                                 \
@@ -136,18 +106,16 @@ typedef void (*int64_row)(uint64_t *, const uint64_t *, const uint64_t *, int64_
 static void int_range(void *ctx, int64_t begin, int64_t end) {
     const ew_job *job = ctx;
     bool wide = job->call->outputs[0]->dtype == BP_DTYPE_I64;
-    const int32_row r32[] = {add_u32, sub_u32, mul_u32};
-    const int64_row r64[] = {add_u64, sub_u64, mul_u64_row};
     ak_walk w;
     walk_start(&w, job, begin);
     for (int64_t i = begin; i < end;) {
         ak_run r;
         ak_walk_next(&w, end - i, &r);
         if (ak_run_unit(&r, 3) && wide)
-            r64[job->op]((uint64_t *)r.ptr[0], (const uint64_t *)r.ptr[1],
+            job->ints->arith64[job->op]((uint64_t *)r.ptr[0], (const uint64_t *)r.ptr[1],
                          (const uint64_t *)r.ptr[2], r.n);
         else if (ak_run_unit(&r, 3))
-            r32[job->op]((uint32_t *)r.ptr[0], (const uint32_t *)r.ptr[1],
+            job->ints->arith32[job->op]((uint32_t *)r.ptr[0], (const uint32_t *)r.ptr[1],
                          (const uint32_t *)r.ptr[2], r.n);
         else if (wide && job->op == EW_ADD)
             INT_STRIDED(uint64_t, &r, x + y)
@@ -166,36 +134,11 @@ static void int_range(void *ctx, int64_t begin, int64_t end) {
 }
 
 static void int_kernel(const bp_kernel_call *call, const arm_exec *ex, ew_op op) {
-    ew_job job = {.call = call, .op = op, .nin = 2};
+    ew_job job = {.call = call, .op = op, .ints = ak_int_ops(ex->features), .nin = 2};
     launch(ex, &job, int_range);
 }
 
 /* ---- where ---- */
-
-/* out = cond ? a : b on bytes: 16 conditions a step, each widened to its element's
- * bytes with a table lookup, for elements of `size` bytes (1, 2, 4 or 8). */
-static void where_unit(uint8_t *o, const uint8_t *c, const uint8_t *a, const uint8_t *b,
-                       int64_t n, size_t size) {
-    uint8x16_t widen[8];
-    for (size_t v = 0; v < size; v++) {
-        uint8_t idx[16];
-        for (size_t j = 0; j < 16; j++)
-            idx[j] = (uint8_t)(v * (16 / size) + j / size);
-        widen[v] = vld1q_u8(idx);
-    }
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        uint8x16_t cv = vld1q_u8(c + i);
-        uint8x16_t mask = vtstq_u8(cv, cv);
-        for (size_t v = 0; v < size; v++) {
-            size_t at = (size_t)i * size + v * 16;
-            uint8x16_t m = vqtbl1q_u8(mask, widen[v]);
-            vst1q_u8(o + at, vbslq_u8(m, vld1q_u8(a + at), vld1q_u8(b + at)));
-        }
-    }
-    for (; i < n; i++)
-        memmove(o + i * (int64_t)size, (c[i] ? a : b) + i * (int64_t)size, size);
-}
 
 static void where_range(void *ctx, int64_t begin, int64_t end) {
     const ew_job *job = ctx;
@@ -207,7 +150,7 @@ static void where_range(void *ctx, int64_t begin, int64_t end) {
         ak_walk_next(&w, end - i, &r);
         const uint8_t *c = (const uint8_t *)r.ptr[1];
         if (ak_run_unit(&r, 4)) {
-            where_unit((uint8_t *)r.ptr[0], c, (const uint8_t *)r.ptr[2],
+            job->ints->where((uint8_t *)r.ptr[0], c, (const uint8_t *)r.ptr[2],
                        (const uint8_t *)r.ptr[3], r.n, size);
         } else {
             for (int64_t j = 0; j < r.n; j++) {
@@ -221,7 +164,7 @@ static void where_range(void *ctx, int64_t begin, int64_t end) {
 }
 
 static void where_kernel(const bp_kernel_call *call, const arm_exec *ex) {
-    ew_job job = {.call = call, .nin = 3};
+    ew_job job = {.call = call, .ints = ak_int_ops(ex->features), .nin = 3};
     launch(ex, &job, where_range);
 }
 
@@ -283,12 +226,13 @@ size_t arm_kernels_elementwise(const arm_features *f, arm_kernel *out, size_t ca
         }
     }
     static const bp_dtype ints[] = {BP_DTYPE_I32, BP_DTYPE_I64};
+    const char *int_variant = ak_int_ops(f)->variant;
     for (size_t d = 0; d < 2; d++) {
-        ak_add(out, cap, &n, "add", ints[d], add_int, "neon");
-        ak_add(out, cap, &n, "sub", ints[d], sub_int, "neon");
-        ak_add(out, cap, &n, "mul", ints[d], mul_int, "neon");
+        ak_add(out, cap, &n, "add", ints[d], add_int, int_variant);
+        ak_add(out, cap, &n, "sub", ints[d], sub_int, int_variant);
+        ak_add(out, cap, &n, "mul", ints[d], mul_int, int_variant);
     }
     for (int d = 0; d < BP_DTYPE_COUNT; d++)
-        ak_add(out, cap, &n, "where", (bp_dtype)d, where_kernel, "neon");
+        ak_add(out, cap, &n, "where", (bp_dtype)d, where_kernel, int_variant);
     return n;
 }

@@ -5,9 +5,9 @@
  * reduced dim (arm_common.h's ak_rows). A float row is read in tiles of AK_TILE
  * elements, staged as f32 (a strided row element by element), and reduced by the
  * vector row functions of the picked variant, which keep several partial sums; the
- * tiles' results are then added up. Integer rows use NEON when contiguous. Integer
- * sums wrap in the dtype, like the elementwise integer ops. */
-#include <arm_neon.h>
+ * tiles' results are then added up. Contiguous integer rows go to the integer table
+ * of the variant (vec_int_neon.c, vec_int_sve.c). Integer sums wrap in the dtype, like
+ * the elementwise integer ops. */
 #include <math.h>
 
 #include "arm_common.h"
@@ -19,6 +19,7 @@ typedef enum red_op { RED_SUM, RED_MEAN, RED_MAX } red_op;
 typedef struct red_job {
     const bp_kernel_call *call;
     const arm_f32_ops *ops;
+    const arm_int_ops *ints; /* integer sum, max */
     red_op op;
     ak_rows rows;
     int64_t sq; /* softmax: size of dim -2, for the causal row index */
@@ -114,62 +115,28 @@ static void float_kernel(const bp_kernel_call *call, const arm_exec *ex, red_op 
 
 /* ---- integer sum, max (max never sees an empty row: the op rejects it) ---- */
 
-/* NEON has no 64-bit integer max: compare and select. */
-static inline int64x2_t vmaxq_i64(int64x2_t a, int64x2_t b) {
-    return vbslq_s64(vcgtq_s64(b, a), b, a);
-}
-
-static inline int64_t vmaxvq_i64(int64x2_t a) {
-    int64_t x = vgetq_lane_s64(a, 0), y = vgetq_lane_s64(a, 1);
-    return x > y ? x : y;
-}
-
-/* sum_<dt>, max_<dt>: the vector part of a contiguous integer row, the sum (wrapping,
- * in the unsigned type U) or the max of x[0, *done), *done the elements covered (for
- * max at least 1). */
-#define INT_VECTOR(dt, T, U, VT, VU, LANES, LD, LDU, DUPU, ADD, ADDV, MAX, MAXV)          \
-    static U sum_##dt(const T *x, int64_t n, int64_t *done) {                              \
-        VU acc = DUPU(0);                                                                  \
-        int64_t i = 0;                                                                     \
-        for (; i + LANES <= n; i += LANES)                                                 \
-            acc = ADD(acc, LDU((const U *)x + i));                                         \
-        *done = i;                                                                         \
-        return ADDV(acc);                                                                  \
-    }                                                                                      \
-    static T max_##dt(const T *x, int64_t n, int64_t *done) {                              \
-        if (n < LANES)                                                                     \
-            return *done = 1, x[0];                                                        \
-        VT acc = LD(x);                                                                    \
-        int64_t i = LANES;                                                                 \
-        for (; i + LANES <= n; i += LANES)                                                 \
-            acc = MAX(acc, LD(x + i));                                                     \
-        *done = i;                                                                         \
-        return MAXV(acc);                                                                  \
-    }
-INT_VECTOR(i32, int32_t, uint32_t, int32x4_t, uint32x4_t, 4, vld1q_s32, vld1q_u32, vdupq_n_u32,
-           vaddq_u32, vaddvq_u32, vmaxq_s32, vmaxvq_s32)
-INT_VECTOR(i64, int64_t, uint64_t, int64x2_t, uint64x2_t, 2, vld1q_s64, vld1q_u64, vdupq_n_u64,
-           vaddq_u64, vaddvq_u64, vmaxq_i64, vmaxvq_i64)
-
-/* row_<dt>: the row's sum or max, the vector part first where the row is contiguous. */
-#define INT_ROW(dt, T, U)                                                                  \
+/* row_<dt>: the row's sum or max; a contiguous row through the integer table. */
+#define INT_ROW(dt, B, T, U)                                                               \
     static T row_##dt(const red_job *job, const char *p) {                                 \
         const int64_t n = job->rows.len, s = job->rows.in_step;                            \
         const T *x = (const T *)p;                                                         \
-        int64_t i = 0;                                                                     \
+        if (s == 1 && job->op == RED_SUM)                                                  \
+            return (T)job->ints->sum##B((const U *)x, n);                                  \
+        if (s == 1)                                                                        \
+            return job->ints->max##B(x, n);                                                \
         if (job->op == RED_SUM) {                                                          \
-            U sum = s == 1 ? sum_##dt(x, n, &i) : 0;                                       \
-            for (; i < n; i++)                                                             \
+            U sum = 0;                                                                     \
+            for (int64_t i = 0; i < n; i++)                                                \
                 sum += (U)x[i * s];                                                        \
             return (T)sum;                                                                 \
         }                                                                                  \
-        T m = s == 1 ? max_##dt(x, n, &i) : (i = 1, x[0]);                                 \
-        for (; i < n; i++)                                                                 \
+        T m = x[0];                                                                        \
+        for (int64_t i = 1; i < n; i++)                                                    \
             m = x[i * s] > m ? x[i * s] : m;                                               \
         return m;                                                                          \
     }
-INT_ROW(i32, int32_t, uint32_t)
-INT_ROW(i64, int64_t, uint64_t)
+INT_ROW(i32, 32, int32_t, uint32_t)
+INT_ROW(i64, 64, int64_t, uint64_t)
 
 static void int_range(void *ctx, int64_t begin, int64_t end) {
     const red_job *job = ctx;
@@ -185,7 +152,7 @@ static void int_range(void *ctx, int64_t begin, int64_t end) {
 }
 
 static void int_kernel(const bp_kernel_call *call, const arm_exec *ex, red_op op) {
-    red_job job = {.call = call, .op = op};
+    red_job job = {.call = call, .ints = ak_int_ops(ex->features), .op = op};
     ak_rows_init(&job.rows, call->inputs[0], call->outputs[0],
                  ((const bp_reduce_attrs *)call->attrs)->dim);
     launch(ex, &job, int_range);
@@ -300,8 +267,8 @@ size_t arm_kernels_reduce(const arm_features *f, arm_kernel *out, size_t cap) {
     ak_add_floats(out, cap, &n, f, "softmax", softmax_neon, softmax_sve);
     static const bp_dtype ints[] = {BP_DTYPE_I32, BP_DTYPE_I64};
     for (size_t d = 0; d < 2; d++) {
-        ak_add(out, cap, &n, "sum", ints[d], sum_int, "neon");
-        ak_add(out, cap, &n, "max", ints[d], max_int, "neon");
+        ak_add(out, cap, &n, "sum", ints[d], sum_int, ak_int_ops(f)->variant);
+        ak_add(out, cap, &n, "max", ints[d], max_int, ak_int_ops(f)->variant);
     }
     return n;
 }
