@@ -31,10 +31,13 @@ while(bp_arm_cpus)
   # SVE kernels at that vector length; without, NEON and nothing of SVE.
   if(sve_bits)
     set(require "arm: [0-9]+ devices?, features: [^\n]*sve_bits=${sve_bits}"
-                "arm: kernel add f32: sve" "arm: kernel sdpa f32: sve")
+                "arm: kernel add f32: sve" "arm: kernel sdpa f32: sve"
+                "arm: kernel add i32: sve" "arm: kernel max i64: sve"
+                "arm: kernel where bool: sve" "arm: kernel copy i8: sve")
     set(forbid "")
   else()
-    set(require "arm: kernel add f32: neon")
+    set(require "arm: kernel add f32: neon" "arm: kernel add i32: neon"
+                "arm: kernel where bool: neon")
     set(forbid "arm: kernel [^\n]*: sve" "features: [^\n]*sve")
   endif()
   string(REPLACE ";" "\\;" require "${require}")
