@@ -257,6 +257,10 @@ typedef struct arm_int_ops {
     /* `bytes` bytes of `pattern` (16 bytes: one element of 1 to 8 bytes, repeated)
      * from dst on, dst being the start of an element. */
     void (*fill)(uint8_t *dst, const uint8_t *pattern, size_t bytes);
+    /* dst = n elements of src converted from dtype `from` to `to` (different dtypes,
+     * not both of f32, f16, bf16), exactly as data.c converts one element; false
+     * (nothing written) for a pair it has no vector path for. NULL: none. */
+    bool (*convert)(uint8_t *dst, bp_dtype to, const uint8_t *src, bp_dtype from, int64_t n);
 } arm_int_ops;
 
 extern const arm_int_ops arm_int_neon; /* vec_int_neon.c */

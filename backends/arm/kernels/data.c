@@ -11,8 +11,9 @@
  * exactly. Where that middle step would round twice (f64 or a wide integer to bf16,
  * through f32), the first rounding is to odd, which the second then rounds as if it
  * were the only one. Contiguous moves and fills go to the integer table of the
- * variant (vec_int_neon.c, vec_int_sve.c: byte loads and stores); the other
- * conversions are the same scalar code with or without SVE. */
+ * variant (vec_int_neon.c, vec_int_sve.c: byte loads and stores), and so do the other
+ * contiguous conversions where the table has them (SVE, into any dtype but bf16:
+ * the same conversions in 64-bit lanes); the rest is the scalar code below. */
 #include <arm_neon.h>
 
 #include "arm_common.h"
@@ -99,13 +100,17 @@ static void move_run(const arm_int_ops *ints, const ak_run *r, size_t size) {
                r->ptr[1] + i * r->step[1] * (int64_t)size, size);
 }
 
-static void convert_run(const arm_f32_ops *ops, const ak_run *r, bp_dtype to, bp_dtype from) {
+static void convert_run(const copy_job *job, const ak_run *r, bp_dtype to, bp_dtype from) {
+    const arm_f32_ops *ops = job->ops;
     if (ak_run_unit(r, 2) && is_float16_or_32(to) && is_float16_or_32(from)) {
         float tile[AK_TILE];
         ops->load[ak_fidx(from)](tile, r->ptr[1], r->n);
         ops->store[ak_fidx(to)](r->ptr[0], tile, r->n);
         return;
     }
+    if (ak_run_unit(r, 2) && job->ints->convert &&
+        job->ints->convert((uint8_t *)r->ptr[0], to, (const uint8_t *)r->ptr[1], from, r->n))
+        return;
     const int64_t os = r->step[0] * (int64_t)ak_esize(to);
     const int64_t is = r->step[1] * (int64_t)ak_esize(from);
     for (int64_t i = 0; i < r->n; i++)
@@ -124,7 +129,7 @@ static void copy_range(void *ctx, int64_t begin, int64_t end) {
         if (to == from)
             move_run(job->ints, &r, ak_esize(to));
         else
-            convert_run(job->ops, &r, to, from);
+            convert_run(job, &r, to, from);
         i += r.n;
     }
 }

@@ -117,5 +117,5 @@ static void fill_bytes(uint8_t *dst, const uint8_t *pattern, size_t bytes) {
 const arm_int_ops arm_int_neon = {
     .variant = "neon", .arith32 = {add32, sub32, mul32}, .arith64 = {add64, sub64, mul64},
     .sum32 = sum32, .sum64 = sum64, .max32 = max32, .max64 = max64, .where = where_row,
-    .move = move_bytes, .fill = fill_bytes,
+    .move = move_bytes, .fill = fill_bytes, .convert = NULL, /* data.c's scalar code */
 };
