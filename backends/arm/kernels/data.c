@@ -87,7 +87,7 @@ static bool is_float16_or_32(bp_dtype dt) {
 typedef struct copy_job {
     const bp_tensor_desc *out, *in;
     const arm_f32_ops *ops; /* conversions between f32, f16 and bf16 */
-    const arm_int_ops *ints; /* moves */
+    const arm_int_ops *ints; /* moves, the other conversions */
 } copy_job;
 
 static void move_run(const arm_int_ops *ints, const ak_run *r, size_t size) {
@@ -134,18 +134,16 @@ static void copy_range(void *ctx, int64_t begin, int64_t end) {
     }
 }
 
-static void copy_view(const arm_exec *ex, const arm_f32_ops *ops, const bp_tensor_desc *out,
-                      const bp_tensor_desc *in) {
-    copy_job job = {.out = out, .in = in, .ops = ops, .ints = ak_int_ops(ex->features)};
+static void copy_view(const arm_exec *ex, const bp_tensor_desc *out, const bp_tensor_desc *in) {
+    copy_job job = {.out = out,
+                    .in = in,
+                    .ops = ak_f32_ops(ex->features),
+                    .ints = ak_int_ops(ex->features)};
     ak_parallel(ex, ak_numel(out), GRAIN, copy_range, &job);
 }
 
-static void copy_neon(const bp_kernel_call *call, const arm_exec *ex) {
-    copy_view(ex, &arm_f32_neon, call->outputs[0], call->inputs[0]);
-}
-
-static void copy_sve(const bp_kernel_call *call, const arm_exec *ex) {
-    copy_view(ex, &arm_f32_sve, call->outputs[0], call->inputs[0]);
+static void copy_body(const bp_kernel_call *call, const arm_exec *ex) {
+    copy_view(ex, call->outputs[0], call->inputs[0]);
 }
 
 /* ---- cat: each input to its slice of the output along dim ---- */
@@ -160,7 +158,7 @@ static void cat_body(const bp_kernel_call *call, const arm_exec *ex) {
         bp_tensor_desc slice = *out;
         slice.shape[dim] = in->shape[dim];
         slice.data = (char *)out->data + at * out->strides[dim] * es;
-        copy_view(ex, ak_f32_ops(ex->features), &slice, in); /* same dtype: moves only */
+        copy_view(ex, &slice, in); /* same dtype: moves only */
         at += in->shape[dim];
     }
 }
@@ -209,7 +207,7 @@ size_t arm_kernels_data(const arm_features *f, arm_kernel *out, size_t cap) {
     size_t n = 0;
     for (int d = 0; d < BP_DTYPE_COUNT; d++) {
         ak_add(out, cap, &n, "fill", (bp_dtype)d, fill_body, variant);
-        ak_add(out, cap, &n, "copy", (bp_dtype)d, f->sve ? copy_sve : copy_neon, variant);
+        ak_add(out, cap, &n, "copy", (bp_dtype)d, copy_body, variant);
         ak_add(out, cap, &n, "cat", (bp_dtype)d, cat_body, variant);
     }
     return n;
