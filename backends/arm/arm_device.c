@@ -61,7 +61,9 @@ void arm_devices_init(arm_backend *be, const char *sysfs_root) {
         dev->index = i;
         dev->group = topology.groups[i];
         choose_cpus(dev, &allowed);
-        char name[32], tag[8];
+        /* tag: "arm0".."arm15", within the kit's 7 characters; sized for any int so
+         * that gcc (which cannot bound i under -fsanitize) sees no truncation. */
+        char name[32], tag[16];
         snprintf(name, sizeof name, "arm:%d", i);
         snprintf(tag, sizeof tag, "arm%d", i);
         cpu_thread_setup workers = {dev->pinned ? &dev->cpus : NULL, thread_start, be};

@@ -43,5 +43,7 @@ static void sve_tile_8x2v(int64_t kd, const float *a, int64_t ars, int64_t aks, 
 }
 
 mm_tile mm_tile_sve(void) {
-    return (mm_tile){.mr = 8, .nr = 2 * (int64_t)svcntw(), .fn = sve_tile_8x2v};
+    /* 2 svcntw() in unsigned arithmetic: gcc 12 -fsanitize=signed-integer-overflow
+     * crashes (segfault in RTL expand) on a signed product of svcntw(). */
+    return (mm_tile){.mr = 8, .nr = (int64_t)(2 * svcntw()), .fn = sve_tile_8x2v};
 }
