@@ -85,7 +85,7 @@ test-arm: build-arm
 	ctest --test-dir $(ARM_BUILD_DIR) --output-on-failure -j $(JOBS) -LE 'stress|full'
 
 # The arm backend, the kit and the aarch64 conformance suite under ASan + UBSan, run by
-# qemu-aarch64 (not part of `make test` or .ci/run; docs/architecture.md). The sanitizer
+# qemu-aarch64 (not part of `make test`; .ci/run runs it last; docs/architecture.md). The sanitizer
 # runtimes come from the cross compiler's own directory, linked one by one into
 # $(ARM_ASAN_BUILD_DIR)/sanitizer-libs: that directory also holds a libc and a loader of
 # another build than the multiarch ones, and mixing the two hangs pthread_create.
