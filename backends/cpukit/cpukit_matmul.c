@@ -64,3 +64,7 @@ cpukit_blas_view cpukit_blas_view_of(int64_t rows, int64_t cols, int64_t rs, int
     v.ld = (int)ld;
     return v;
 }
+
+int cpukit_blas_flipped(int trans) {
+    return trans == CPUKIT_CBLAS_NO_TRANS ? CPUKIT_CBLAS_TRANS : CPUKIT_CBLAS_NO_TRANS;
+}

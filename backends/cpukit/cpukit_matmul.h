@@ -37,4 +37,7 @@ typedef struct cpukit_blas_view {
 
 cpukit_blas_view cpukit_blas_view_of(int64_t rows, int64_t cols, int64_t rs, int64_t cs);
 
+/* The other CBLAS transpose flag (to compute C^T = B^T A^T for a column-major C). */
+int cpukit_blas_flipped(int trans);
+
 #endif

@@ -32,7 +32,7 @@
 
 #include "dtype_convert.h"
 #include "simd.h"
-#include "blas.h"
+#include "cpukit_blas.h"
 #include "cpukit_matmul.h"
 #include "ops_internal.h"
 
@@ -53,7 +53,7 @@ typedef struct mm_job {
     const char *a, *b;
     char *c;
     cpukit_mm_geometry g;  /* sizes, strides after the transposes, batch dims */
-    bp_sgemm_fn sgemm;     /* the CBLAS engine, or NULL */
+    cpukit_sgemm_fn sgemm;     /* the CBLAS engine, or NULL */
     int64_t mtiles, ntiles; /* blocked kernel tiles per item */
 } mm_job;
 
@@ -134,7 +134,7 @@ static size_t blas_scratch(const mm_job *j) {
         return 0;
     int64_t kp = va.ok && vb.ok ? j->g.k : (j->g.k < BLAS_PANEL_K ? j->g.k : BLAS_PANEL_K);
     return (size_t)((va.ok ? 0 : j->g.m * kp) + (vb.ok ? 0 : kp * j->g.n) +
-                    (vc.ok && vc.trans == BP_CBLAS_NO_TRANS ? 0 : j->g.m * j->g.n));
+                    (vc.ok && vc.trans == CPUKIT_CBLAS_NO_TRANS ? 0 : j->g.m * j->g.n));
 }
 
 /* One batch item through cblas_sgemm; scratch holds blas_scratch(j) floats. */
@@ -148,19 +148,19 @@ static void blas_item(const mm_job *j, int64_t t, float *scratch) {
     cpukit_blas_view vb = view_of(j->dt, j->g.k, j->g.n, j->g.sbk, j->g.sbn);
     cpukit_blas_view vc = view_of(j->dt, j->g.m, j->g.n, j->g.scm, j->g.scn);
     if (va.ok && vb.ok && vc.ok) {
-        if (vc.trans == BP_CBLAS_NO_TRANS)
-            j->sgemm(BP_CBLAS_ROW_MAJOR, va.trans, vb.trans, m, n, (int)j->g.k, 1.0f,
+        if (vc.trans == CPUKIT_CBLAS_NO_TRANS)
+            j->sgemm(CPUKIT_CBLAS_ROW_MAJOR, va.trans, vb.trans, m, n, (int)j->g.k, 1.0f,
                         (const float *)a, va.ld, (const float *)b, vb.ld, 0.0f, (float *)c, vc.ld);
         else /* a column-major out: out^T = b^T a^T */
-            j->sgemm(BP_CBLAS_ROW_MAJOR, vb.trans == BP_CBLAS_NO_TRANS ? BP_CBLAS_TRANS : BP_CBLAS_NO_TRANS,
-                        va.trans == BP_CBLAS_NO_TRANS ? BP_CBLAS_TRANS : BP_CBLAS_NO_TRANS, n, m, (int)j->g.k,
+            j->sgemm(CPUKIT_CBLAS_ROW_MAJOR, cpukit_blas_flipped(vb.trans),
+                        cpukit_blas_flipped(va.trans), n, m, (int)j->g.k,
                         1.0f, (const float *)b, vb.ld, (const float *)a, va.ld, 0.0f, (float *)c,
                         vc.ld);
         return;
     }
     int64_t kp = va.ok && vb.ok ? j->g.k : (j->g.k < BLAS_PANEL_K ? j->g.k : BLAS_PANEL_K);
     float *ap = scratch, *bp = ap + (va.ok ? 0 : j->g.m * kp), *cp = bp + (vb.ok ? 0 : kp * j->g.n);
-    bool c_direct = vc.ok && vc.trans == BP_CBLAS_NO_TRANS;
+    bool c_direct = vc.ok && vc.trans == CPUKIT_CBLAS_NO_TRANS;
     float *cbuf = c_direct ? (float *)c : cp;
     int ldc = c_direct ? vc.ld : n;
     for (int64_t k0 = 0; k0 < j->g.k; k0 += kp) {
@@ -171,15 +171,16 @@ static void blas_item(const mm_job *j, int64_t t, float *scratch) {
             pack_rows(ap, kc, ak, j->dt, j->esize, j->g.m, kc, j->g.sam, j->g.sak);
         if (!vb.ok)
             pack_rows(bp, n, bk, j->dt, j->esize, kc, j->g.n, j->g.sbk, j->g.sbn);
-        j->sgemm(BP_CBLAS_ROW_MAJOR, va.ok ? va.trans : BP_CBLAS_NO_TRANS,
-                    vb.ok ? vb.trans : BP_CBLAS_NO_TRANS, m, n, kc, 1.0f,
+        j->sgemm(CPUKIT_CBLAS_ROW_MAJOR, va.ok ? va.trans : CPUKIT_CBLAS_NO_TRANS,
+                    vb.ok ? vb.trans : CPUKIT_CBLAS_NO_TRANS, m, n, kc, 1.0f,
                     va.ok ? (const float *)ak : ap, va.ok ? va.ld : kc,
                     vb.ok ? (const float *)bk : bp, vb.ok ? vb.ld : n, k0 ? 1.0f : 0.0f, cbuf,
                     ldc);
     }
     if (!c_direct)
         for (int64_t r = 0; r < j->g.m; r++)
-            bp_store_f32(c + (size_t)(r * j->g.scm) * j->esize, j->dt, j->g.scn, cp + r * n, j->g.n);
+            bp_store_f32(c + (size_t)(r * j->g.scm) * j->esize, j->dt, j->g.scn, cp + r * n,
+                         j->g.n);
 }
 
 /* The fallback when scratch cannot be had. */
@@ -234,7 +235,7 @@ static void matmul(const bp_kernel_call *call) {
     }
     j.mtiles = (j.g.m + MC - 1) / MC;
     j.ntiles = (j.g.n + NC - 1) / NC;
-    j.sgemm = bp_blas_sgemm();
+    j.sgemm = cpukit_blas_sgemm(bp_log);
     double work = (double)j.g.m * (double)j.g.n * (double)j.g.k;
     if (j.sgemm && blas_fits(&j)) {
         if (j.g.items > 1 && work <= BLAS_SERIAL_WORK)
@@ -243,7 +244,8 @@ static void matmul(const bp_kernel_call *call) {
             blas_range(&j, 0, j.g.items);
         return;
     }
-    double tile_work = (double)(j.g.m < MC ? j.g.m : MC) * (double)(j.g.n < NC ? j.g.n : NC) * (double)j.g.k;
+    double tile_work =
+        (double)(j.g.m < MC ? j.g.m : MC) * (double)(j.g.n < NC ? j.g.n : NC) * (double)j.g.k;
     bp_parallel_for(j.g.items * j.mtiles * j.ntiles, (int64_t)(1048576.0 / tile_work) + 1,
                     blocked_range, &j);
 }

@@ -17,10 +17,6 @@
  * SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD). */
 #define BLAS_SERIAL_WORK (65536.0 * 4)
 
-static int flipped(int trans) {
-    return trans == CPUKIT_CBLAS_NO_TRANS ? CPUKIT_CBLAS_TRANS : CPUKIT_CBLAS_NO_TRANS;
-}
-
 typedef struct blas_job {
     const mm_job *j;
     cpukit_sgemm_fn sgemm;
@@ -40,8 +36,9 @@ static void blas_range(void *ctx, int64_t begin, int64_t end) {
             bj->sgemm(CPUKIT_CBLAS_ROW_MAJOR, bj->va.trans, bj->vb.trans, m, n, k, 1.0f, a,
                       bj->va.ld, b, bj->vb.ld, 0.0f, c, bj->vc.ld);
         else /* a column-major out: out^T = b^T a^T */
-            bj->sgemm(CPUKIT_CBLAS_ROW_MAJOR, flipped(bj->vb.trans), flipped(bj->va.trans), n, m,
-                      k, 1.0f, b, bj->vb.ld, a, bj->va.ld, 0.0f, c, bj->vc.ld);
+            bj->sgemm(CPUKIT_CBLAS_ROW_MAJOR, cpukit_blas_flipped(bj->vb.trans),
+                      cpukit_blas_flipped(bj->va.trans), n, m, k, 1.0f, b, bj->vb.ld, a,
+                      bj->va.ld, 0.0f, c, bj->vc.ld);
     }
 }
 
