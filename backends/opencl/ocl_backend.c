@@ -278,16 +278,19 @@ static bp_status ocl_init(const bp_host_services *host, void **out_backend) {
         ocl_device *dev = &be->devices[i];
         dev->backend = be;
         dev->index = i;
-        size_t limit = dev->info.max_wg < 64 ? dev->info.max_wg : 64;
-        dev->wg = 1;
-        while (dev->wg * 2 <= limit)
-            dev->wg *= 2;
+        dev->clc = (clc_device){.ops = &ocl_clc_ops,
+                                .host = host,
+                                .type = OCL_NAME,
+                                .index = i,
+                                .max_wg = dev->info.max_wg,
+                                .local_mem = dev->info.local_mem};
+        clc_device_params(dev->info.max_wg, &dev->clc.rwg, &dev->clc.ts);
         ocl_memmap_init(&dev->mem);
         pthread_mutex_init(&dev->streams_lock, NULL);
         pthread_mutex_init(&dev->programs_lock, NULL);
     }
     if (be->ndevices > 0 && BP_HOST_HAS(host, register_kernel)) {
-        bp_status st = ocl_register_kernels(host);
+        bp_status st = clc_register_kernels(host, OCL_NAME, ocl_stream_clc_device);
         if (st != BP_OK) {
             free_backend(be);
             return st; /* the host's message names what failed */

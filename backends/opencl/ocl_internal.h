@@ -4,8 +4,8 @@
  *   ocl_memory.c    the fake device address space, alloc/free, copies and memsets
  *   ocl_stream.c    streams (in-order profiling queues) and events (markers)
  *   ocl_program.c   building programs from the embedded sources, memory and disk caches
- *   ocl_launch.c    tensor arguments (descriptors, broadcasting) and kernel launches
- *   ocl_ops.c       one kernel function per op, and their registration */
+ *   ocl_launch.c    what the shared kernels (backends/clc) need of a device: buffer
+ *                   translation, kernels, launches, fills and copies */
 #ifndef BP_OCL_INTERNAL_H
 #define BP_OCL_INTERNAL_H
 
@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <backplane/plugin.h>
 
+#include "clc.h"
 #include "ocl_api.h"
 
 #define OCL_NAME "opencl"
@@ -69,7 +70,8 @@ struct ocl_device {
     int index;
     ocl_device_info info;
     cl_context context;        /* created at open */
-    size_t wg;                 /* the work-group size of the row kernels (power of two) */
+    clc_device clc;            /* the kernels' view of the device (clc.h); its ops are
+                                * ocl_launch.c's */
     ocl_memmap mem;
     pthread_mutex_t streams_lock;
     ocl_stream *streams;       /* every live stream, for device synchronize */
@@ -139,37 +141,18 @@ bp_status ocl_fail(ocl_device *dev, cl_int err, const char *what);
 
 /* ---- ocl_program.c ---- */
 
-/* matmul (kernels/matmul.cl): work-groups of TS x TS work-items (16 x 16 where the
- * device allows it), each work-item computing OCL_MATMUL_WPT x OCL_MATMUL_WPT outputs. */
-#define OCL_MATMUL_WPT 8
-/* sdpa's many-rows kernel (kernels/sdpa.cl) stages keys and values in blocks of this. */
-#define OCL_SDPA_SBK 32
-static inline int ocl_matmul_tile(const ocl_device *dev) {
-    return dev->info.max_wg >= 256 ? 16 : dev->info.max_wg >= 64 ? 8 : 4;
-}
-
-/* The programs, each built per variant (a dtype or an element size). */
-typedef enum ocl_program_id {
-    OCL_PROG_MOVE,      /* variant: element size; fill, move, where */
-    OCL_PROG_CONVERT,   /* variant: destination dtype; convert from any dtype */
-    OCL_PROG_ELEMWISE,  /* variant: dtype; binary and unary elementwise ops */
-    OCL_PROG_REDUCE,    /* variant: dtype; reduce and softmax */
-    OCL_PROG_NORM,      /* variant: dtype; rmsnorm, layernorm, rope */
-    OCL_PROG_MATMUL,    /* variant: dtype */
-    OCL_PROG_SDPA,      /* variant: dtype */
-    OCL_PROG_COUNT
-} ocl_program_id;
-
 /* The kernel `name` of program `id` built for `variant` on dev: built (or loaded from
  * the disk cache) at first use. */
-bp_status ocl_get_kernel(ocl_device *dev, ocl_program_id id, int variant, const char *name,
+bp_status ocl_get_kernel(ocl_device *dev, clc_program_id id, int variant, const char *name,
                          ocl_kernel **out);
 /* Frees the device's programs (device close). */
 void ocl_programs_destroy(ocl_device *dev);
 
-/* ---- ocl_ops.c ---- */
+/* ---- ocl_launch.c ---- */
 
-/* Registers every (op, dtype) kernel of the plugin with the host. */
-bp_status ocl_register_kernels(const bp_host_services *host);
+/* The operations the shared kernels (clc.h) run on an OpenCL device. */
+extern const clc_device_ops ocl_clc_ops;
+/* The clc_device of an ocl_stream. */
+clc_device *ocl_stream_clc_device(void *stream);
 
 #endif

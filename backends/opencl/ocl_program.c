@@ -10,50 +10,31 @@
  * BP_OPENCL_BUILD_OPTIONS is appended to every build's options (and so to the key). */
 #include "ocl_cache.h"
 #include "ocl_internal.h"
-#include "ocl_sources.h"
+#include "clc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define OCL_MAX_KERNELS 6
-
 struct ocl_program {
-    ocl_program_id id;
+    clc_program_id id;
     int variant;
     cl_program program;
-    ocl_kernel kernels[OCL_MAX_KERNELS]; /* created at first use */
+    ocl_kernel kernels[CLC_MAX_KERNELS]; /* created at first use */
     ocl_program *next;
-};
-
-typedef struct program_def {
-    const char *name;
-    const char *source;
-    bool by_size; /* the variant is an element size, else a dtype */
-    const char *kernels[OCL_MAX_KERNELS + 1]; /* NULL-terminated */
-} program_def;
-
-static const program_def program_defs[OCL_PROG_COUNT] = {
-    [OCL_PROG_MOVE] = {"move", ocl_src_move, true, {"k_fill", "k_move", "k_where", NULL}},
-    [OCL_PROG_CONVERT] = {"convert", ocl_src_convert, false, {"k_convert", NULL}},
-    [OCL_PROG_ELEMWISE] = {"elemwise", ocl_src_elemwise, false, {"k_binary", "k_unary", NULL}},
-    [OCL_PROG_REDUCE] = {"reduce", ocl_src_reduce, false, {"k_reduce", "k_softmax", NULL}},
-    [OCL_PROG_NORM] = {"norm", ocl_src_norm, false, {"k_rmsnorm", "k_layernorm", "k_rope", NULL}},
-    [OCL_PROG_MATMUL] = {"matmul", ocl_src_matmul, false, {"k_matmul", NULL}},
-    [OCL_PROG_SDPA] = {"sdpa", ocl_src_sdpa, false, {"k_sdpa", "k_sdpa_rows", NULL}},
 };
 
 /* The options of a build: the variant's defines, then $BP_OPENCL_BUILD_OPTIONS (extra
  * options for every build, e.g. -cl-mad-enable; part of the disk cache key, as all
  * options are). False when they do not fit in buf. */
-static bool build_options(const ocl_device *dev, const program_def *def, int variant, char *buf,
+static bool build_options(const ocl_device *dev, const clc_program_def *def, int variant, char *buf,
                           size_t size) {
     const char *extra = secure_getenv("BP_OPENCL_BUILD_OPTIONS");
     bool has_extra = extra && extra[strspn(extra, " \t")];
     int n = snprintf(buf, size,
                      "-cl-std=CL1.2 -DBP_FP64=%d -DRWG=%zu -DTS=%d -DWPT=%d -DSBK=%d -D%s=%d%s%s",
-                     dev->info.fp64 ? 1 : 0, dev->wg, ocl_matmul_tile(dev), OCL_MATMUL_WPT,
-                     OCL_SDPA_SBK, def->by_size ? "BP_ESIZE" : "BP_DT", variant,
+                     dev->info.fp64 ? 1 : 0, dev->clc.rwg, dev->clc.ts, CLC_MATMUL_WPT,
+                     CLC_SDPA_SBK, def->by_size ? "BP_ESIZE" : "BP_DT", variant,
                      has_extra ? " " : "", has_extra ? extra : "");
     return n > 0 && (size_t)n < size;
 }
@@ -80,13 +61,13 @@ static uint64_t hash_parts(uint64_t seed, const char *const *parts, int n) {
     return h;
 }
 
-static bool cache_path(ocl_device *dev, const program_def *def, const char *options,
+static bool cache_path(ocl_device *dev, const clc_program_def *def, const char *options,
                        char *buf, size_t size) {
     const char *dir = ocl_cache_dir(dev);
     if (!dir)
         return false;
     const char *parts[] = {"backplane-opencl-1", dev->info.description, dev->info.driver,
-                           dev->info.version,     options,                ocl_src_prelude,
+                           dev->info.version,     options,                clc_src_prelude,
                            def->source};
     int np = (int)(sizeof parts / sizeof parts[0]);
     uint64_t h1 = hash_parts(UINT64_C(0xcbf29ce484222325), parts, np);
@@ -115,7 +96,7 @@ static void cache_write(ocl_device *dev, cl_program prog, const char *path) {
 
 /* ---- building ---- */
 
-static bp_status build_error(ocl_device *dev, cl_program prog, const program_def *def,
+static bp_status build_error(ocl_device *dev, cl_program prog, const clc_program_def *def,
                              const char *options, cl_int err) {
     const ocl_api *api = &dev->backend->api;
     size_t len = 0;
@@ -170,7 +151,7 @@ static cl_program load_cached(ocl_device *dev, const char *path, const char *opt
     return prog;
 }
 
-static bp_status build_program(ocl_device *dev, const program_def *def, int variant,
+static bp_status build_program(ocl_device *dev, const clc_program_def *def, int variant,
                                cl_program *out) {
     const ocl_api *api = &dev->backend->api;
     char options[1024], path[1200];
@@ -186,7 +167,7 @@ static bp_status build_program(ocl_device *dev, const program_def *def, int vari
         *out = prog;
         return BP_OK;
     }
-    const char *srcs[2] = {ocl_src_prelude, def->source};
+    const char *srcs[2] = {clc_src_prelude, def->source};
     cl_int err = CL_SUCCESS;
     prog = api->clCreateProgramWithSource(dev->context, 2, srcs, NULL, &err);
     if (!prog)
@@ -207,7 +188,7 @@ static bp_status build_program(ocl_device *dev, const program_def *def, int vari
 
 static void program_free(ocl_device *dev, ocl_program *p) {
     const ocl_api *api = &dev->backend->api;
-    for (int i = 0; i < OCL_MAX_KERNELS; i++) {
+    for (int i = 0; i < CLC_MAX_KERNELS; i++) {
         if (!p->kernels[i].kernel)
             continue;
         api->clReleaseKernel(p->kernels[i].kernel);
@@ -218,7 +199,7 @@ static void program_free(ocl_device *dev, ocl_program *p) {
     free(p);
 }
 
-static bp_status program_create(ocl_device *dev, ocl_program_id id, int variant,
+static bp_status program_create(ocl_device *dev, clc_program_id id, int variant,
                                 ocl_program **out) {
     ocl_program *p = calloc(1, sizeof *p);
     if (!p)
@@ -229,7 +210,7 @@ static bp_status program_create(ocl_device *dev, ocl_program_id id, int variant,
     p->variant = variant;
     ocl_altstack alt; /* the compiler may touch the thread's signal state */
     ocl_altstack_save(&alt);
-    bp_status st = build_program(dev, &program_defs[id], variant, &p->program);
+    bp_status st = build_program(dev, &clc_programs[id], variant, &p->program);
     ocl_altstack_restore(&alt);
     if (st != BP_OK) {
         free(p);
@@ -245,7 +226,7 @@ static bp_status program_kernel(ocl_device *dev, ocl_program *p, int k) {
     ocl_kernel *kern = &p->kernels[k];
     if (kern->kernel)
         return BP_OK;
-    const char *name = program_defs[p->id].kernels[k];
+    const char *name = clc_programs[p->id].kernels[k];
     cl_int err = CL_SUCCESS;
     kern->kernel = dev->backend->api.clCreateKernel(p->program, name, &err);
     if (!kern->kernel) {
@@ -257,9 +238,9 @@ static bp_status program_kernel(ocl_device *dev, ocl_program *p, int k) {
     return BP_OK;
 }
 
-bp_status ocl_get_kernel(ocl_device *dev, ocl_program_id id, int variant, const char *name,
+bp_status ocl_get_kernel(ocl_device *dev, clc_program_id id, int variant, const char *name,
                          ocl_kernel **out) {
-    const program_def *def = &program_defs[id];
+    const clc_program_def *def = &clc_programs[id];
     int k = 0;
     while (def->kernels[k] && strcmp(def->kernels[k], name) != 0)
         k++;
