@@ -7,6 +7,7 @@
  *                     on a backend's clc_device_ops (argument packing lives only here)
  *   clc_spirv.c       (generated at build time) the SPIR-V modules of every program and
  *                     variant, compiled with clang -target spir64 + llvm-spirv, validated
+ *   clc_native.c      (generated at build time) ahead-of-time Intel GPU binaries (ocloc)
  *
  * A backend supplies a clc_device per device (its parameters and its operations) and a
  * function from its stream to that clc_device; clc_register_kernels registers every
@@ -81,6 +82,27 @@ extern const size_t clc_spirv_module_count;
  * where the device has fp64 and one exists, else the plain one; NULL when there is
  * none (e.g. an f64 variant on a device without fp64). */
 const clc_module *clc_spirv_find(clc_program_id program, int variant, bool device_fp64);
+
+/* Device binaries compiled ahead of time from the same SPIR-V (ocloc, for Intel GPU
+ * families such as "pvc" and "dg2"; clc_native.c, generated; empty when ocloc was not
+ * found at build time). A backend prefers one for its device's family and falls back
+ * to the SPIR-V module when it does not load. */
+typedef struct clc_native_module {
+    clc_program_id program;
+    int variant;
+    bool fp64;
+    const char *family;  /* ocloc's device name */
+    const unsigned char *binary;
+    size_t size;
+} clc_native_module;
+
+extern const clc_native_module clc_native_modules[];
+extern const size_t clc_native_module_count;
+
+/* The native binary of (program, variant) for `family`, chosen as clc_spirv_find
+ * chooses; NULL when there is none. */
+const clc_native_module *clc_native_find(clc_program_id program, int variant, bool device_fp64,
+                                         const char *family);
 
 /* ---- what a backend provides ---- */
 
