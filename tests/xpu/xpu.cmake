@@ -1,0 +1,83 @@
+# Tests of the xpu plugin (backends/xpu), included by tests/CMakeLists.txt.
+#
+# No machine here has an Intel GPU: these tests run the plugin's paths up to the point
+# where a device would be needed, and check that each ends in 0 devices with its reason,
+# never a crash. A fake loader (xpu/fake_ze_loader.c) stands for the drivers that cannot
+# be installed here; it aborts in every function past the one a test expects the plugin
+# to stop at. Nothing here runs a device: docs/backends/xpu.md says what never ran.
+if(NOT TARGET bp_xpu)
+  return()
+endif()
+set(bp_xpu_env "BP_PLUGIN_PATH=;BP_PLUGINS=;BP_AUTOLOAD=;BP_DEVICE=;BP_XPU_LIBRARY=;BP_MEMORY_LIMIT_MB=0;FAKE_ZE_MODE=;ZE_ENABLE_ALT_DRIVERS=")
+
+add_library(bp_fake_ze_loader SHARED xpu/fake_ze_loader.c)
+target_include_directories(bp_fake_ze_loader PRIVATE ${PROJECT_SOURCE_DIR}/backends/xpu)
+set_target_properties(bp_fake_ze_loader PROPERTIES C_VISIBILITY_PRESET hidden
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fake_ze)
+bp_project_target(bp_fake_ze_loader)
+# The same without zeModuleBuildLogGetString: a loader lacking a function the plugin needs.
+add_library(bp_fake_ze_loader_lacking SHARED xpu/fake_ze_loader.c)
+target_include_directories(bp_fake_ze_loader_lacking PRIVATE ${PROJECT_SOURCE_DIR}/backends/xpu)
+target_compile_definitions(bp_fake_ze_loader_lacking PRIVATE
+  zeModuleBuildLogGetString=fake_renamed_zeModuleBuildLogGetString)
+set_target_properties(bp_fake_ze_loader_lacking PROPERTIES C_VISIBILITY_PRESET hidden
+  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fake_ze)
+bp_project_target(bp_fake_ze_loader_lacking)
+
+# bp_xpu_info_test(<name> <environment entries> <reason regex> [<skip regex> <skip why>])
+function(bp_xpu_info_test name env reason)
+  set(skip_args "")
+  if(ARGC GREATER 3)
+    set(skip_args -DSKIP_IF=${ARGV3} -DSKIP_WHY=${ARGV4})
+  endif()
+  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:bp-info>
+    -DEMULATOR=${bp_emulator_arg} -DREASON=${reason} ${skip_args}
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/xpu/check_xpu_info.cmake)
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${bp_xpu_env};${env}"
+    SKIP_REGULAR_EXPRESSION "skipped: " LABELS xpu)
+endfunction()
+
+set(bp_fake_ze "BP_XPU_LIBRARY=$<TARGET_FILE:bp_fake_ze_loader>")
+# BP_XPU_LIBRARY names a file that does not exist: no fallback to the default loader.
+bp_xpu_info_test(xpu_no_loader "BP_XPU_LIBRARY=/nonexistent/libze_loader.so.1"
+  "BP_XPU_LIBRARY=/nonexistent/libze_loader\\.so\\.1 cannot be loaded: /nonexistent/libze_loader\\.so\\.1: cannot open shared object file: No such file")
+# A library that is no Level Zero loader at all.
+bp_xpu_info_test(xpu_loader_without_ze "BP_XPU_LIBRARY=libm.so.6"
+  "the Level Zero loader libm\\.so\\.6 lacks zeInit \\(a loader of Level Zero 1\\.2 or newer is needed\\)")
+# A loader lacking one function the plugin needs: found before any is called.
+bp_xpu_info_test(xpu_loader_lacking_function
+  "BP_XPU_LIBRARY=$<TARGET_FILE:bp_fake_ze_loader_lacking>"
+  "the Level Zero loader /[^ ]*/libbp_fake_ze_loader_lacking\\.so lacks zeModuleBuildLogGetString")
+# zeInit fails and zeDriverGet would crash: the plugin stops after zeInit. This is what
+# Debian's loader does with intel-opencl-icd installed and no Intel GPU.
+bp_xpu_info_test(xpu_init_fails "${bp_fake_ze}"
+  "zeInit\\(ZE_INIT_FLAG_GPU_ONLY\\) failed with ZE_RESULT_ERROR_UNINITIALIZED \\(0x78000001\\)")
+bp_xpu_info_test(xpu_no_driver "${bp_fake_ze};FAKE_ZE_MODE=no_driver"
+  "no Level Zero driver \\(zeDriverGet: ZE_RESULT_SUCCESS, 0 drivers\\)")
+bp_xpu_info_test(xpu_old_driver "${bp_fake_ze};FAKE_ZE_MODE=old_api"
+  "Level Zero driver 0 implements API 1\\.1, older than the 1\\.2 this plugin needs")
+bp_xpu_info_test(xpu_no_gpu "${bp_fake_ze};FAKE_ZE_MODE=no_gpu"
+  "Level Zero driver 0 has no GPU device \\(zeDeviceGet: ZE_RESULT_SUCCESS, 0 devices\\)")
+
+# The real loader (Debian's libze1) with the real driver (intel-opencl-icd) and no Intel
+# GPU: zeInit fails. Then the same with the driver hidden from the loader, as on a
+# machine without intel-opencl-icd. Skipped where the loader is not installed, or where
+# a GPU is found.
+set(bp_xpu_real_skip "no devices: libze_loader\\.so\\.1 not found|xpu:0 +xpu ")
+set(bp_xpu_real_why "no Level Zero loader (Debian: libze1), or a Level Zero GPU is present: this test is for a machine without one")
+bp_xpu_info_test(xpu_real_loader_no_gpu ""
+  "zeInit\\(ZE_INIT_FLAG_GPU_ONLY\\) failed with ZE_RESULT_ERROR_[A-Z_]+ \\(0x[0-9a-f]+\\)"
+  "${bp_xpu_real_skip}" "${bp_xpu_real_why}")
+bp_xpu_info_test(xpu_real_loader_no_driver "ZE_ENABLE_ALT_DRIVERS=/nonexistent/libze_no_driver.so.1"
+  "zeInit\\(ZE_INIT_FLAG_GPU_ONLY\\) failed with ZE_RESULT_ERROR_[A-Z_]+ \\(0x[0-9a-f]+\\)"
+  "${bp_xpu_real_skip}" "${bp_xpu_real_why}")
+
+# bp-conformance on xpu:0 without a device: a clear error and exit code 2, no crash.
+add_test(NAME xpu_conformance_no_device COMMAND ${CMAKE_COMMAND}
+  -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+  -DARGS=--device\;xpu:0 -DEXIT=2
+  "-DEXPECT=cannot open device 'xpu:0': device 'xpu:0' not found: backend 'xpu' has no devices \\(zeInit"
+  -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/xpu_conformance_no_device
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
+set_tests_properties(xpu_conformance_no_device PROPERTIES
+  ENVIRONMENT "${bp_xpu_env};${bp_fake_ze}" LABELS xpu)
