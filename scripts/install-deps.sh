@@ -10,10 +10,12 @@ set -euo pipefail
 
 case "${1:-}" in
   "")
-    # The last three: the OpenCL headers and ICD loader for backends/opencl, and PoCL, the
-    # OpenCL CPU device its conformance test runs on.
+    # Then: the OpenCL headers and ICD loader for backends/opencl, and PoCL, the OpenCL
+    # CPU device its conformance test runs on; clang, llvm-spirv and spirv-val, which
+    # compile the OpenCL C kernels to SPIR-V modules (backends/clc/cmake/spirv.cmake).
     packages=(cmake make gcc pkg-config libcmocka-dev libcjson-dev libopenblas-dev
-              ocl-icd-opencl-dev pocl-opencl-icd opencl-headers)
+              ocl-icd-opencl-dev pocl-opencl-icd opencl-headers
+              clang-15 llvm-spirv-15 spirv-tools)
     # backends/xpu: the Level Zero header and loader, and Intel's GPU driver, whose zeInit
     # fails without an Intel GPU (the no-device tests of tests/xpu/xpu.cmake run on it).
     packages+=(libze-dev libze1 intel-opencl-icd)
