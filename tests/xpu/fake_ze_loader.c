@@ -1,6 +1,7 @@
 /* A fake Level Zero loader for the xpu plugin's no-device tests (tests/xpu/xpu.cmake).
  * It exports every function the plugin looks up (backends/xpu/xpu_ze_functions.h):
- * those init calls first behave as FAKE_ZE_MODE says, every other one aborts, so a test
+ * those init calls first behave as FAKE_ZE_MODE says, every other one aborts (unless
+ * fake_ze_gpu.c implements it, for the "gpu" mode), so a test
  * passing on it proves that the plugin stopped where it had to. It computes nothing:
  * nothing passing on it is a test of the device code.
  *
@@ -10,6 +11,8 @@
  *                  "no_driver": zeInit succeeds, zeDriverGet finds no driver
  *                  "old_api":   one driver, of Level Zero API 1.1
  *                  "no_gpu":    one driver, of API 1.4, with no device
+ *                  "gpu":       one driver with one pretend GPU (fake_ze_gpu.c, whose
+ *                               functions replace this file's weak stubs)
  *
  * Built a second time with -D<function>=<another name>, it lacks that function. The
  * Level Zero header is not included: the stubs' types are not the API's. */
@@ -32,13 +35,19 @@ static const char *mode(void) {
     return m && m[0] ? m : "init_fails";
 }
 
-static void die(const char *fn) {
+int fake_ze_gpu_mode(void) {
+    return strcmp(mode(), "gpu") == 0;
+}
+
+void fake_ze_die(const char *fn) __attribute__((noreturn));
+void fake_ze_die(const char *fn) {
     fprintf(stderr, "fake_ze_loader: %s called in mode %s: the plugin went too far\n", fn,
             mode());
     abort();
 }
 
 static int fake_driver; /* the one driver's handle is its address */
+extern int fake_ze_device; /* fake_ze_gpu.c */
 
 FAKE_EXPORT int zeInit(uint32_t flags) {
     (void)flags;
@@ -47,7 +56,7 @@ FAKE_EXPORT int zeInit(uint32_t flags) {
 
 FAKE_EXPORT int zeDriverGet(uint32_t *count, void **drivers) {
     if (strcmp(mode(), "init_fails") == 0)
-        die("zeDriverGet");
+        fake_ze_die("zeDriverGet");
     if (strcmp(mode(), "no_driver") == 0) {
         *count = 0;
         return FAKE_ZE_SUCCESS;
@@ -60,22 +69,24 @@ FAKE_EXPORT int zeDriverGet(uint32_t *count, void **drivers) {
 
 FAKE_EXPORT int zeDriverGetApiVersion(void *driver, uint32_t *version) {
     if (driver != &fake_driver)
-        die("zeDriverGetApiVersion (of an unknown driver)");
+        fake_ze_die("zeDriverGetApiVersion (of an unknown driver)");
     *version = strcmp(mode(), "old_api") == 0 ? FAKE_ZE_VERSION(1, 1) : FAKE_ZE_VERSION(1, 4);
     return FAKE_ZE_SUCCESS;
 }
 
 FAKE_EXPORT int zeDeviceGet(void *driver, uint32_t *count, void **devices) {
-    (void)devices;
-    if (driver != &fake_driver || strcmp(mode(), "no_gpu") != 0)
-        die("zeDeviceGet");
-    *count = 0;
+    if (driver != &fake_driver || (strcmp(mode(), "no_gpu") != 0 && !fake_ze_gpu_mode()))
+        fake_ze_die("zeDeviceGet");
+    if (fake_ze_gpu_mode() && devices && *count >= 1)
+        devices[0] = &fake_ze_device;
+    *count = fake_ze_gpu_mode() ? 1 : 0;
     return FAKE_ZE_SUCCESS;
 }
 
+/* Weak: fake_ze_gpu.c's definitions win where it has one. */
 #define FAKE_ZE_STUB(fn)                                                                   \
-    FAKE_EXPORT int fn(void) {                                                             \
-        die(#fn);                                                                          \
+    FAKE_EXPORT __attribute__((weak)) int fn(void) {                                       \
+        fake_ze_die(#fn);                                                                  \
         return -1;                                                                         \
     }
 XPU_ZE_FUNCTIONS(FAKE_ZE_STUB)

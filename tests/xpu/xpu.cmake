@@ -10,15 +10,16 @@ if(NOT TARGET bp_xpu)
 endif()
 set(bp_xpu_env "BP_PLUGIN_PATH=;BP_PLUGINS=;BP_AUTOLOAD=;BP_DEVICE=;BP_XPU_LIBRARY=;BP_MEMORY_LIMIT_MB=0;FAKE_ZE_MODE=;ZE_ENABLE_ALT_DRIVERS=")
 
-add_library(bp_fake_ze_loader SHARED xpu/fake_ze_loader.c)
+add_library(bp_fake_ze_loader SHARED xpu/fake_ze_loader.c xpu/fake_ze_gpu.c)
 target_include_directories(bp_fake_ze_loader PRIVATE ${PROJECT_SOURCE_DIR}/backends/xpu)
+target_compile_definitions(bp_fake_ze_loader PRIVATE _GNU_SOURCE)
 set_target_properties(bp_fake_ze_loader PROPERTIES C_VISIBILITY_PRESET hidden
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fake_ze)
 bp_project_target(bp_fake_ze_loader)
 # The same without zeModuleBuildLogGetString: a loader lacking a function the plugin needs.
-add_library(bp_fake_ze_loader_lacking SHARED xpu/fake_ze_loader.c)
+add_library(bp_fake_ze_loader_lacking SHARED xpu/fake_ze_loader.c xpu/fake_ze_gpu.c)
 target_include_directories(bp_fake_ze_loader_lacking PRIVATE ${PROJECT_SOURCE_DIR}/backends/xpu)
-target_compile_definitions(bp_fake_ze_loader_lacking PRIVATE
+target_compile_definitions(bp_fake_ze_loader_lacking PRIVATE _GNU_SOURCE
   zeModuleBuildLogGetString=fake_renamed_zeModuleBuildLogGetString)
 set_target_properties(bp_fake_ze_loader_lacking PROPERTIES C_VISIBILITY_PRESET hidden
   LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fake_ze)
@@ -81,3 +82,21 @@ add_test(NAME xpu_conformance_no_device COMMAND ${CMAKE_COMMAND}
   -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
 set_tests_properties(xpu_conformance_no_device PROPERTIES
   ENVIRONMENT "${bp_xpu_env};${bp_fake_ze}" LABELS xpu)
+
+# The fake loader's "gpu" mode: one pretend GPU (xpu/fake_ze_gpu.c; host memory, commands
+# run at once, every module build fails with a fixed build log). It checks the plugin's
+# host side only: the device table and what bp-info shows of it, and the error of a
+# module the driver rejects, which must carry the driver's build log. No kernel runs.
+set(bp_fake_gpu "${bp_fake_ze};FAKE_ZE_MODE=gpu")
+add_test(NAME xpu_fake_gpu_props COMMAND bp-info)
+set_tests_properties(xpu_fake_gpu_props PROPERTIES ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu}"
+  PASS_REGULAR_EXPRESSION "xpu +0\\.1\\.0 +1\\.[0-9]+ +loaded +1 .*xpu:0 +xpu 0\\.1\\.0 +1024/1024 +0\\.\\.0 +Fake Level Zero GPU\n +capabilities: async_streams timed_events pinned_host\n +dtypes: f32 f16 bf16 f64 i8 u8 i32 i64 bool\n +features: pci=0x0bd5 family=pvc fp64 fp16 eus=16 simd=16\n"
+  LABELS xpu)
+add_test(NAME xpu_fake_gpu_build_log COMMAND ${CMAKE_COMMAND}
+  -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+  -DARGS=--device\;xpu:0\;--filter\;ops.add_f32 -DEXIT=1
+  "-DEXPECT=FAIL +ops\\.add_f32: [^\n]*BP_ERR_BACKEND: xpu:0: building the 'elemwise' kernels \\(SPIR-V, variant 0\\) failed with ZE_RESULT_ERROR_MODULE_BUILD_FAILURE: fake build log: error: the fake driver compiles nothing"
+  -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/xpu_fake_gpu_build_log
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
+set_tests_properties(xpu_fake_gpu_build_log PROPERTIES
+  ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu}" LABELS xpu)
