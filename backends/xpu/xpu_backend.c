@@ -72,7 +72,8 @@ static bool describe_device(const xpu_api *api, ze_device_handle_t h, int root,
     ze_device_memory_properties_t mems[MAX_MEMS];
     uint32_t nmem = MAX_MEMS;
     for (uint32_t i = 0; i < MAX_MEMS; i++)
-        mems[i] = (ze_device_memory_properties_t){.stype = ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES};
+        mems[i] = (ze_device_memory_properties_t){
+            .stype = ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES};
     if (r == ZE_RESULT_SUCCESS) {
         step = "zeDeviceGetMemoryProperties";
         r = api->zeDeviceGetMemoryProperties(h, &nmem, mems);

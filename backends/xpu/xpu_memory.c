@@ -203,8 +203,8 @@ static bool is_usm(xpu_device *dev, const void *ptr) {
            props.type != ZE_MEMORY_TYPE_UNKNOWN;
 }
 
-bp_status xpu_append_copy(xpu_stream *s, void *dst, const void *src, size_t size,
-                             void *staging, const char *what) {
+bp_status xpu_append_copy(xpu_stream *s, void *dst, const void *src, size_t size, void *staging,
+                          const char *what) {
     xpu_enqueue e;
     bp_status st = xpu_enqueue_begin(s, NULL, &e);
     if (st != BP_OK) {

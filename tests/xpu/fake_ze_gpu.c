@@ -48,9 +48,9 @@ struct _ze_event_handle_t {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-FAKE_EXPORT ze_result_t zeEventPoolCreate(ze_context_handle_t ctx, const ze_event_pool_desc_t *desc,
-                                          uint32_t ndev, ze_device_handle_t *devs,
-                                          ze_event_pool_handle_t *out) {
+FAKE_EXPORT ze_result_t zeEventPoolCreate(ze_context_handle_t ctx,
+                                          const ze_event_pool_desc_t *desc, uint32_t ndev,
+                                          ze_device_handle_t *devs, ze_event_pool_handle_t *out) {
     GPU_ONLY("zeEventPoolCreate");
     (void)ndev;
     (void)devs;
@@ -123,8 +123,8 @@ FAKE_EXPORT ze_result_t zeEventHostReset(ze_event_handle_t e) {
 /* ---- commands: run at once ---- */
 
 /* Checks the waits, then signals. */
-static ze_result_t command(const char *fn, ze_command_list_handle_t list, ze_event_handle_t signal,
-                           uint32_t nwait, ze_event_handle_t *wait) {
+static ze_result_t command(const char *fn, ze_command_list_handle_t list,
+                           ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *wait) {
     if ((void *)list != &fake_list)
         fake_ze_die(fn);
     for (uint32_t i = 0; i < nwait; i++)
@@ -145,7 +145,8 @@ static ze_result_t command(const char *fn, ze_command_list_handle_t list, ze_eve
     return ZE_RESULT_SUCCESS;
 }
 
-FAKE_EXPORT ze_result_t zeCommandListCreateImmediate(ze_context_handle_t ctx, ze_device_handle_t dev,
+FAKE_EXPORT ze_result_t zeCommandListCreateImmediate(ze_context_handle_t ctx,
+                                                     ze_device_handle_t dev,
                                                      const ze_command_queue_desc_t *desc,
                                                      ze_command_list_handle_t *out) {
     GPU_ONLY("zeCommandListCreateImmediate");
@@ -209,8 +210,8 @@ typedef struct allocation {
 } allocation;
 static allocation *allocations;
 
-static ze_result_t alloc(ze_context_handle_t ctx, size_t size, size_t align, ze_memory_type_t type,
-                         void **out) {
+static ze_result_t alloc(ze_context_handle_t ctx, size_t size, size_t align,
+                         ze_memory_type_t type, void **out) {
     if ((void *)ctx != &fake_context)
         fake_ze_die("zeMemAlloc* (another context)");
     allocation *a = malloc(sizeof *a);
@@ -227,9 +228,9 @@ static ze_result_t alloc(ze_context_handle_t ctx, size_t size, size_t align, ze_
     return ZE_RESULT_SUCCESS;
 }
 
-FAKE_EXPORT ze_result_t zeMemAllocDevice(ze_context_handle_t ctx, const ze_device_mem_alloc_desc_t *desc,
-                                         size_t size, size_t align, ze_device_handle_t dev,
-                                         void **out) {
+FAKE_EXPORT ze_result_t zeMemAllocDevice(ze_context_handle_t ctx,
+                                         const ze_device_mem_alloc_desc_t *desc, size_t size,
+                                         size_t align, ze_device_handle_t dev, void **out) {
     GPU_ONLY("zeMemAllocDevice");
     (void)desc;
     if ((void *)dev != &fake_ze_device)
@@ -237,8 +238,9 @@ FAKE_EXPORT ze_result_t zeMemAllocDevice(ze_context_handle_t ctx, const ze_devic
     return alloc(ctx, size, align, ZE_MEMORY_TYPE_DEVICE, out);
 }
 
-FAKE_EXPORT ze_result_t zeMemAllocHost(ze_context_handle_t ctx, const ze_host_mem_alloc_desc_t *desc,
-                                       size_t size, size_t align, void **out) {
+FAKE_EXPORT ze_result_t zeMemAllocHost(ze_context_handle_t ctx,
+                                       const ze_host_mem_alloc_desc_t *desc, size_t size,
+                                       size_t align, void **out) {
     GPU_ONLY("zeMemAllocHost");
     (void)desc;
     return alloc(ctx, size, align, ZE_MEMORY_TYPE_HOST, out);
@@ -337,8 +339,8 @@ FAKE_EXPORT ze_result_t zeDeviceGetMemoryProperties(ze_device_handle_t dev, uint
 }
 
 /* Group 0 copies only, group 1 computes: the plugin must pick 1. */
-FAKE_EXPORT ze_result_t zeDeviceGetCommandQueueGroupProperties(ze_device_handle_t dev, uint32_t *count,
-                                                               ze_command_queue_group_properties_t *g) {
+FAKE_EXPORT ze_result_t zeDeviceGetCommandQueueGroupProperties(
+    ze_device_handle_t dev, uint32_t *count, ze_command_queue_group_properties_t *g) {
     GPU_ONLY("zeDeviceGetCommandQueueGroupProperties");
     (void)dev;
     if (g && *count >= 2) {
@@ -384,8 +386,8 @@ FAKE_EXPORT ze_result_t zeModuleCreate(ze_context_handle_t ctx, ze_device_handle
     return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
 }
 
-FAKE_EXPORT ze_result_t zeModuleBuildLogGetString(ze_module_build_log_handle_t log, size_t *size,
-                                                  char *text) {
+FAKE_EXPORT ze_result_t zeModuleBuildLogGetString(ze_module_build_log_handle_t log,
+                                                  size_t *size, char *text) {
     GPU_ONLY("zeModuleBuildLogGetString");
     const char *s = (const char *)log;
     if (text)
