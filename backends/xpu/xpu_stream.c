@@ -40,6 +40,8 @@ static void reclaim_locked(xpu_stream *s) {
            api->zeEventQueryStatus(s->cmds[finished].done->event) == ZE_RESULT_SUCCESS)
         finished++;
     size_t drop = finished == s->n ? finished : finished > 0 ? finished - 1 : 0;
+    if (drop == 0)
+        return;
     for (size_t i = 0; i < drop; i++)
         cmd_release(s, &s->cmds[i]);
     memmove(s->cmds, s->cmds + drop, (s->n - drop) * sizeof *s->cmds);
