@@ -3,12 +3,13 @@
  * pools, memory bookkeeping, the error of a module the driver rejects). Its functions
  * replace the loader's aborting stubs (those are weak); in any other mode they abort.
  *
- * It is no driver: "device" memory is host memory, every command runs at once on the
- * calling thread, and every module build fails with a fixed build log, so no kernel ever
- * runs. Nothing passing on it says anything about a GPU. What it does check: a command
- * never waits on an event that is not signalled (with synchronous commands, that can
- * only be an event the plugin reset while a command still used it), and events and
- * memory are freed into the pools and contexts they came from. */
+ * It is no driver: "device" memory is host memory, a command stays pending until the
+ * host queries or waits on an event, then runs on that thread (in append order per
+ * list, once its waits are signalled), and every module build fails with a fixed build
+ * log, so no kernel ever runs. Nothing passing on it says anything about a GPU. What it
+ * checks, aborting with a message: an event signalled again before a reset, or reset,
+ * destroyed or waited on forever while commands use it; memory freed or a list
+ * destroyed while a pending command uses it; pools and memory left at the end. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,7 +31,7 @@ void fake_ze_die(const char *fn) __attribute__((noreturn));
 
 #define FAKE_BUILD_LOG "fake build log: error: the fake driver compiles nothing"
 
-static int fake_context, fake_list;
+static int fake_context;
 int fake_ze_device; /* the one device's handle is its address (fake_ze_loader.c) */
 
 /* ---- events ---- */
@@ -46,7 +47,133 @@ struct _ze_event_handle_t {
     int signalled;
 };
 
+/* One lock for the whole fake: events, lists and their pending commands, memory. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void fail(const char *what) __attribute__((noreturn));
+static void fail(const char *what) {
+    fprintf(stderr, "fake_ze_gpu: %s\n", what);
+    abort();
+}
+
+/* ---- commands: pending until the host waits ---- */
+
+/* A command appended and not run yet. Commands run in append order per list, each when
+ * its waits are signalled, only when the host queries or waits on an event: so the
+ * plugin sees work that is not done, and a reset, destroy or free of something a
+ * pending command uses is caught. */
+typedef enum { CMD_COPY, CMD_FILL, CMD_TIMESTAMP, CMD_BARRIER } cmd_kind;
+
+typedef struct pending {
+    cmd_kind kind;
+    void *dst;
+    const void *src;
+    size_t size;
+    unsigned char pattern[16];
+    size_t psize;
+    ze_event_handle_t signal;
+    uint32_t nwait;
+    ze_event_handle_t wait[4];
+    struct pending *next;
+} pending;
+
+struct _ze_command_list_handle_t {
+    pending *head, *tail;
+    ze_command_list_handle_t next;
+};
+static ze_command_list_handle_t lists;
+
+static uint64_t fake_clock; /* one tick per command run */
+
+static int uses(const pending *c, ze_event_handle_t e) {
+    if (c->signal == e)
+        return 1;
+    for (uint32_t i = 0; i < c->nwait; i++)
+        if (c->wait[i] == e)
+            return 1;
+    return 0;
+}
+
+/* Whether a pending command signals or waits on e (lock held). */
+static int in_use(ze_event_handle_t e) {
+    for (ze_command_list_handle_t l = lists; l; l = l->next)
+        for (pending *c = l->head; c; c = c->next)
+            if (uses(c, e))
+                return 1;
+    return 0;
+}
+
+static void run(pending *c) {
+    fake_clock++;
+    switch (c->kind) {
+    case CMD_COPY: memcpy(c->dst, c->src, c->size); break;
+    case CMD_FILL:
+        for (size_t i = 0; i < c->size; i++)
+            ((unsigned char *)c->dst)[i] = c->pattern[i % c->psize];
+        break;
+    case CMD_TIMESTAMP: *(uint64_t *)c->dst = fake_clock; break;
+    case CMD_BARRIER: break;
+    }
+    if (c->signal)
+        c->signal->signalled = 1;
+}
+
+/* Runs one command whose waits are signalled, the first such list head; 0 when none
+ * can run (lock held). */
+static int step(void) {
+    for (ze_command_list_handle_t l = lists; l; l = l->next) {
+        pending *c = l->head;
+        if (!c)
+            continue;
+        uint32_t i = 0;
+        while (i < c->nwait && c->wait[i]->signalled)
+            i++;
+        if (i < c->nwait)
+            continue;
+        l->head = c->next;
+        if (!l->head)
+            l->tail = NULL;
+        run(c);
+        free(c);
+        return 1;
+    }
+    return 0;
+}
+
+static ze_result_t append(const char *fn, ze_command_list_handle_t list, pending *c,
+                          ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *wait) {
+    if (nwait > 4)
+        fail("a command waits on more than 4 events");
+    c->signal = signal;
+    c->nwait = nwait;
+    for (uint32_t i = 0; i < nwait; i++)
+        c->wait[i] = wait[i];
+    pthread_mutex_lock(&lock);
+    for (uint32_t i = 0; i < nwait; i++)
+        if (!wait[i]->created)
+            fail("a command waits on a destroyed event");
+    if (signal && (signal->signalled || in_use(signal))) {
+        fprintf(stderr, "fake_ze_gpu: %s signals an event that is %s\n", fn,
+                signal->signalled ? "signalled (not reset)" : "used by a pending command");
+        abort();
+    }
+    c->next = NULL;
+    if (list->tail)
+        list->tail->next = c;
+    else
+        list->head = c;
+    list->tail = c;
+    pthread_mutex_unlock(&lock);
+    return ZE_RESULT_SUCCESS;
+}
+
+static pending *new_command(cmd_kind kind) {
+    pending *c = calloc(1, sizeof *c);
+    if (!c)
+        fail("out of memory");
+    c->kind = kind;
+    return c;
+}
 
 FAKE_EXPORT ze_result_t zeEventPoolCreate(ze_context_handle_t ctx,
                                           const ze_event_pool_desc_t *desc, uint32_t ndev,
@@ -67,7 +194,7 @@ FAKE_EXPORT ze_result_t zeEventPoolDestroy(ze_event_pool_handle_t p) {
     GPU_ONLY("zeEventPoolDestroy");
     for (uint32_t i = 0; i < p->count; i++)
         if (p->events[i].created)
-            fake_ze_die("zeEventPoolDestroy (an event of the pool is not destroyed)");
+            fail("zeEventPoolDestroy: an event of the pool is not destroyed");
     free(p->events);
     free(p);
     return ZE_RESULT_SUCCESS;
@@ -77,7 +204,7 @@ FAKE_EXPORT ze_result_t zeEventCreate(ze_event_pool_handle_t p, const ze_event_d
                                       ze_event_handle_t *out) {
     GPU_ONLY("zeEventCreate");
     if (desc->index >= p->count || p->events[desc->index].created)
-        fake_ze_die("zeEventCreate (a bad or used index)");
+        fail("zeEventCreate: a bad or used index");
     ze_event_handle_t e = &p->events[desc->index];
     e->pool = p;
     e->created = 1;
@@ -88,60 +215,44 @@ FAKE_EXPORT ze_result_t zeEventCreate(ze_event_pool_handle_t p, const ze_event_d
 
 FAKE_EXPORT ze_result_t zeEventDestroy(ze_event_handle_t e) {
     GPU_ONLY("zeEventDestroy");
+    pthread_mutex_lock(&lock);
+    if (in_use(e))
+        fail("zeEventDestroy: a pending command uses the event");
     e->created = 0;
+    pthread_mutex_unlock(&lock);
     return ZE_RESULT_SUCCESS;
 }
 
-static int signalled(ze_event_handle_t e) {
-    pthread_mutex_lock(&lock);
-    int s = e->signalled;
-    pthread_mutex_unlock(&lock);
-    return s;
-}
-
+/* Makes progress: one command per query, so polling ends. */
 FAKE_EXPORT ze_result_t zeEventQueryStatus(ze_event_handle_t e) {
     GPU_ONLY("zeEventQueryStatus");
-    return signalled(e) ? ZE_RESULT_SUCCESS : ZE_RESULT_NOT_READY;
+    pthread_mutex_lock(&lock);
+    if (!e->signalled)
+        step();
+    int s = e->signalled;
+    pthread_mutex_unlock(&lock);
+    return s ? ZE_RESULT_SUCCESS : ZE_RESULT_NOT_READY;
 }
 
 FAKE_EXPORT ze_result_t zeEventHostSynchronize(ze_event_handle_t e, uint64_t timeout) {
     GPU_ONLY("zeEventHostSynchronize");
     (void)timeout;
-    if (!signalled(e)) /* every command ran when appended: this would wait forever */
-        fake_ze_die("zeEventHostSynchronize (on an event no command will signal)");
+    pthread_mutex_lock(&lock);
+    while (!e->signalled)
+        if (!step())
+            fail("zeEventHostSynchronize: on an event no pending command can signal (it "
+                 "would wait forever)");
+    pthread_mutex_unlock(&lock);
     return ZE_RESULT_SUCCESS;
 }
 
 FAKE_EXPORT ze_result_t zeEventHostReset(ze_event_handle_t e) {
     GPU_ONLY("zeEventHostReset");
     pthread_mutex_lock(&lock);
+    if (in_use(e))
+        fail("zeEventHostReset: a pending command uses the event");
     e->signalled = 0;
     pthread_mutex_unlock(&lock);
-    return ZE_RESULT_SUCCESS;
-}
-
-/* ---- commands: run at once ---- */
-
-/* Checks the waits, then signals. */
-static ze_result_t command(const char *fn, ze_command_list_handle_t list,
-                           ze_event_handle_t signal, uint32_t nwait, ze_event_handle_t *wait) {
-    if ((void *)list != &fake_list)
-        fake_ze_die(fn);
-    for (uint32_t i = 0; i < nwait; i++)
-        if (!signalled(wait[i])) {
-            fprintf(stderr, "fake_ze_gpu: %s waits on an event that is not signalled\n", fn);
-            abort();
-        }
-    if (signal) {
-        pthread_mutex_lock(&lock);
-        if (signal->signalled) {
-            pthread_mutex_unlock(&lock);
-            fprintf(stderr, "fake_ze_gpu: %s signals an event that was not reset\n", fn);
-            abort();
-        }
-        signal->signalled = 1;
-        pthread_mutex_unlock(&lock);
-    }
     return ZE_RESULT_SUCCESS;
 }
 
@@ -151,14 +262,27 @@ FAKE_EXPORT ze_result_t zeCommandListCreateImmediate(ze_context_handle_t ctx,
                                                      ze_command_list_handle_t *out) {
     GPU_ONLY("zeCommandListCreateImmediate");
     if ((void *)ctx != &fake_context || (void *)dev != &fake_ze_device || desc->ordinal != 1)
-        fake_ze_die("zeCommandListCreateImmediate (not the compute group of the device)");
-    *out = (ze_command_list_handle_t)&fake_list;
+        fail("zeCommandListCreateImmediate: not the compute group of the device");
+    ze_command_list_handle_t l = calloc(1, sizeof *l);
+    pthread_mutex_lock(&lock);
+    l->next = lists;
+    lists = l;
+    pthread_mutex_unlock(&lock);
+    *out = l;
     return ZE_RESULT_SUCCESS;
 }
 
 FAKE_EXPORT ze_result_t zeCommandListDestroy(ze_command_list_handle_t list) {
     GPU_ONLY("zeCommandListDestroy");
-    (void)list;
+    pthread_mutex_lock(&lock);
+    if (list->head)
+        fail("zeCommandListDestroy: commands are pending");
+    ze_command_list_handle_t *link = &lists;
+    while (*link != list)
+        link = &(*link)->next;
+    *link = list->next;
+    pthread_mutex_unlock(&lock);
+    free(list);
     return ZE_RESULT_SUCCESS;
 }
 
@@ -166,7 +290,9 @@ FAKE_EXPORT ze_result_t zeCommandListAppendBarrier(ze_command_list_handle_t list
                                                    ze_event_handle_t signal, uint32_t nwait,
                                                    ze_event_handle_t *wait) {
     GPU_ONLY("zeCommandListAppendBarrier");
-    return command("zeCommandListAppendBarrier", list, signal, nwait, wait);
+    /* Without waits a barrier waits on the list's earlier commands: already in order. */
+    return append("zeCommandListAppendBarrier", list, new_command(CMD_BARRIER), signal, nwait,
+                  wait);
 }
 
 FAKE_EXPORT ze_result_t zeCommandListAppendMemoryCopy(ze_command_list_handle_t list, void *dst,
@@ -174,8 +300,11 @@ FAKE_EXPORT ze_result_t zeCommandListAppendMemoryCopy(ze_command_list_handle_t l
                                                       ze_event_handle_t signal, uint32_t nwait,
                                                       ze_event_handle_t *wait) {
     GPU_ONLY("zeCommandListAppendMemoryCopy");
-    memcpy(dst, src, size);
-    return command("zeCommandListAppendMemoryCopy", list, signal, nwait, wait);
+    pending *c = new_command(CMD_COPY);
+    c->dst = dst;
+    c->src = src;
+    c->size = size;
+    return append("zeCommandListAppendMemoryCopy", list, c, signal, nwait, wait);
 }
 
 FAKE_EXPORT ze_result_t zeCommandListAppendMemoryFill(ze_command_list_handle_t list, void *ptr,
@@ -183,9 +312,14 @@ FAKE_EXPORT ze_result_t zeCommandListAppendMemoryFill(ze_command_list_handle_t l
                                                       size_t size, ze_event_handle_t signal,
                                                       uint32_t nwait, ze_event_handle_t *wait) {
     GPU_ONLY("zeCommandListAppendMemoryFill");
-    for (size_t i = 0; i < size; i++)
-        ((unsigned char *)ptr)[i] = ((const unsigned char *)pattern)[i % psize];
-    return command("zeCommandListAppendMemoryFill", list, signal, nwait, wait);
+    if (psize == 0 || psize > sizeof ((pending *)0)->pattern)
+        fail("zeCommandListAppendMemoryFill: a bad pattern size");
+    pending *c = new_command(CMD_FILL);
+    c->dst = ptr;
+    c->size = size;
+    c->psize = psize;
+    memcpy(c->pattern, pattern, psize);
+    return append("zeCommandListAppendMemoryFill", list, c, signal, nwait, wait);
 }
 
 FAKE_EXPORT ze_result_t zeCommandListAppendWriteGlobalTimestamp(ze_command_list_handle_t list,
@@ -194,17 +328,17 @@ FAKE_EXPORT ze_result_t zeCommandListAppendWriteGlobalTimestamp(ze_command_list_
                                                                 uint32_t nwait,
                                                                 ze_event_handle_t *wait) {
     GPU_ONLY("zeCommandListAppendWriteGlobalTimestamp");
-    static uint64_t clock; /* one tick per record */
-    pthread_mutex_lock(&lock);
-    *dst = ++clock;
-    pthread_mutex_unlock(&lock);
-    return command("zeCommandListAppendWriteGlobalTimestamp", list, signal, nwait, wait);
+    pending *c = new_command(CMD_TIMESTAMP);
+    c->dst = dst;
+    c->size = sizeof *dst;
+    return append("zeCommandListAppendWriteGlobalTimestamp", list, c, signal, nwait, wait);
 }
 
 /* ---- memory: host memory, remembered by kind ---- */
 
 typedef struct allocation {
     void *ptr;
+    size_t size;
     ze_memory_type_t type;
     struct allocation *next;
 } allocation;
@@ -220,6 +354,7 @@ static ze_result_t alloc(ze_context_handle_t ctx, size_t size, size_t align,
         return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
     }
     a->type = type;
+    a->size = size;
     pthread_mutex_lock(&lock);
     a->next = allocations;
     allocations = a;
@@ -246,6 +381,11 @@ FAKE_EXPORT ze_result_t zeMemAllocHost(ze_context_handle_t ctx,
     return alloc(ctx, size, align, ZE_MEMORY_TYPE_HOST, out);
 }
 
+static int inside(const void *p, const allocation *a) {
+    return p && (const char *)p >= (const char *)a->ptr &&
+           (const char *)p < (const char *)a->ptr + a->size;
+}
+
 FAKE_EXPORT ze_result_t zeMemFree(ze_context_handle_t ctx, void *ptr) {
     GPU_ONLY("zeMemFree");
     if ((void *)ctx != &fake_context)
@@ -255,11 +395,14 @@ FAKE_EXPORT ze_result_t zeMemFree(ze_context_handle_t ctx, void *ptr) {
     while (*link && (*link)->ptr != ptr)
         link = &(*link)->next;
     allocation *a = *link;
-    if (a)
-        *link = a->next;
-    pthread_mutex_unlock(&lock);
     if (!a)
-        fake_ze_die("zeMemFree (not an allocation)");
+        fail("zeMemFree: not an allocation");
+    for (ze_command_list_handle_t l = lists; l; l = l->next)
+        for (pending *c = l->head; c; c = c->next)
+            if (inside(c->dst, a) || inside(c->src, a))
+                fail("zeMemFree: a pending command uses the memory");
+    *link = a->next;
+    pthread_mutex_unlock(&lock);
     free(a->ptr);
     free(a);
     return ZE_RESULT_SUCCESS;

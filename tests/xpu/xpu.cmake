@@ -101,3 +101,15 @@ add_test(NAME xpu_fake_gpu_build_log COMMAND ${CMAKE_COMMAND}
   -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
 set_tests_properties(xpu_fake_gpu_build_log PROPERTIES
   ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu}" LABELS xpu)
+# The conformance groups that need no kernel, on the pretend GPU, whose commands stay
+# pending until the host waits and which aborts when an event is reset or destroyed, or
+# memory freed, while a pending command uses it: a check of the plugin's bookkeeping of
+# event and staging lifetimes across streams, not of a device (docs/backends/xpu.md).
+add_test(NAME xpu_fake_gpu_bookkeeping COMMAND ${CMAKE_COMMAND}
+  -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+  "-DARGS=--device\;xpu:0\;--filter\;abi.*,allocator.*,device.*,errors.*,events.*,guards.*,memory.*,streams.*,host_funcs.*"
+  -DEXIT=0 "-DEXPECT=[1-9][0-9]* passed, 0 failed"
+  -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/xpu_fake_gpu_bookkeeping
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
+set_tests_properties(xpu_fake_gpu_bookkeeping PROPERTIES
+  ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu}" LABELS xpu TIMEOUT 300)
