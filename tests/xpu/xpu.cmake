@@ -11,20 +11,20 @@ endif()
 # Only the xpu plugin is loaded: the tests do not depend on the other plugins' drivers.
 set(bp_xpu_env "BP_PLUGIN_PATH=;BP_PLUGINS=xpu;BP_AUTOLOAD=;BP_DEVICE=;BP_XPU_LIBRARY=;BP_MEMORY_LIMIT_MB=0;FAKE_ZE_MODE=;ZE_ENABLE_ALT_DRIVERS=")
 
-add_library(bp_fake_ze_loader SHARED xpu/fake_ze_loader.c xpu/fake_ze_gpu.c)
-target_include_directories(bp_fake_ze_loader PRIVATE ${PROJECT_SOURCE_DIR}/backends/xpu)
-target_compile_definitions(bp_fake_ze_loader PRIVATE _GNU_SOURCE)
-set_target_properties(bp_fake_ze_loader PROPERTIES C_VISIBILITY_PRESET hidden
-  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fake_ze)
-bp_project_target(bp_fake_ze_loader)
+# bp_fake_ze_library(<target> [<compile definitions>...]): the fake loader.
+function(bp_fake_ze_library target)
+  add_library(${target} SHARED xpu/fake_ze_loader.c xpu/fake_ze_gpu.c)
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/backends/xpu
+    ${BP_LEVEL_ZERO_INCLUDE_DIR})
+  target_compile_definitions(${target} PRIVATE _GNU_SOURCE ${ARGN})
+  set_target_properties(${target} PROPERTIES C_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fake_ze)
+  bp_project_target(${target})
+endfunction()
+bp_fake_ze_library(bp_fake_ze_loader)
 # The same without zeModuleBuildLogGetString: a loader lacking a function the plugin needs.
-add_library(bp_fake_ze_loader_lacking SHARED xpu/fake_ze_loader.c xpu/fake_ze_gpu.c)
-target_include_directories(bp_fake_ze_loader_lacking PRIVATE ${PROJECT_SOURCE_DIR}/backends/xpu)
-target_compile_definitions(bp_fake_ze_loader_lacking PRIVATE _GNU_SOURCE
+bp_fake_ze_library(bp_fake_ze_loader_lacking
   zeModuleBuildLogGetString=fake_renamed_zeModuleBuildLogGetString)
-set_target_properties(bp_fake_ze_loader_lacking PROPERTIES C_VISIBILITY_PRESET hidden
-  LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fake_ze)
-bp_project_target(bp_fake_ze_loader_lacking)
 
 # bp_xpu_info_test(<name> <environment entries> <reason regex> [<skip regex> <skip why>])
 function(bp_xpu_info_test name env reason)
