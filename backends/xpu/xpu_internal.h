@@ -4,6 +4,7 @@
  *   xpu_family.c    the Intel GPU family of a PCI device id (for ahead-of-time binaries)
  *   xpu_events.c    Level Zero events: pools per driver, reference-counted slots
  *   xpu_stream.c    streams (immediate command lists, one event per command) and events
+ *   xpu_host_func.c host functions on streams (a host thread per stream)
  *   xpu_memory.c    device and host USM, the map of live allocations, copies, fills
  *   xpu_module.c    modules from the embedded SPIR-V (or native binaries), kernels
  *   xpu_launch.c    what the shared kernels (backends/clc) need of a device
@@ -125,6 +126,7 @@ struct xpu_stream {
     xpu_cmd *cmds;              /* in enqueue order; the last is the stream's newest */
     size_t n, cap;
     xpu_stream *next;
+    struct xpu_host_thread *host; /* runs its host functions; made at the first */
 };
 
 typedef struct xpu_event {
@@ -190,8 +192,20 @@ bp_status xpu_enqueue_begin(xpu_stream *s, xpu_zevent *extra, xpu_enqueue *e);
  * command is done, or freed at once when r is not ZE_RESULT_SUCCESS. */
 bp_status xpu_enqueue_end(xpu_enqueue *e, ze_result_t r, const char *what, xpu_zevent *held,
                           void *staging);
+/* Gives up the append begun (nothing was appended) and unlocks. */
+void xpu_enqueue_cancel(xpu_enqueue *e);
 /* Waits for every stream of the device. */
 bp_status xpu_device_synchronize(xpu_device *dev);
+
+/* ---- xpu_host_func.c ---- */
+
+typedef struct xpu_host_thread xpu_host_thread;
+/* The stream vtable's enqueue_host: fn(arg) runs on the stream's host thread once the
+ * work before it is done, and a link of the chain signalled from the host after it
+ * holds the later work. */
+bp_status xpu_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg);
+/* stream_destroy (after synchronize: no host function pending): stops the thread. */
+void xpu_host_thread_stop(xpu_stream *s);
 
 /* ---- xpu_memory.c ---- */
 

@@ -15,7 +15,8 @@
  * fresh event, then a chain barrier waiting on that marker, so that the stream's
  * synchronize covers the marker. A re-record takes a new marker, so commands already
  * waiting on the old one are unaffected. wait_event appends a chain barrier waiting on
- * the stream's newest command and the marker: the host thread never blocks. */
+ * the stream's newest command and the marker: the host thread never blocks. Host
+ * functions are in xpu_host_func.c. */
 #include "xpu_internal.h"
 
 #include <stdlib.h>
@@ -89,6 +90,12 @@ bp_status xpu_enqueue_end(xpu_enqueue *e, ze_result_t r, const char *what, xpu_z
         return BP_OK;
     cmd_release(s, &c); /* never appended: nothing on the device uses them */
     return xpu_fail(s->device, r, what);
+}
+
+void xpu_enqueue_cancel(xpu_enqueue *e) {
+    xpu_stream *s = e->stream;
+    pthread_mutex_unlock(&s->lock);
+    xpu_zevent_release(s->device->driver, e->done);
 }
 
 /* The stream's newest command's event with a reference of the caller's, or NULL. */
@@ -175,6 +182,7 @@ static void stream_destroy(void *stream) {
      * event is reset while the device may still signal it. */
     if (s->n > 0)
         dev->backend->api.zeEventHostSynchronize(s->cmds[s->n - 1].done->event, UINT64_MAX);
+    xpu_host_thread_stop(s);
     for (size_t i = 0; i < s->n; i++)
         cmd_release(s, &s->cmds[i]);
     free(s->cmds);
@@ -377,7 +385,7 @@ const bp_stream_vtable xpu_stream_vtable = {
     .synchronize = stream_synchronize,
     .query = stream_query,
     .wait_event = stream_wait_event,
-    .enqueue_host = NULL, /* device memory is not host memory: the host needs none */
+    .enqueue_host = xpu_stream_enqueue_host,
 };
 
 const bp_event_vtable xpu_event_vtable = {

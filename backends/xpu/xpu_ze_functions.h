@@ -38,6 +38,7 @@
     X(zeEventHostSynchronize)                                                              \
     X(zeEventQueryStatus)                                                                  \
     X(zeEventHostReset)                                                                    \
+    X(zeEventHostSignal)                                                                   \
     X(zeMemAllocDevice)                                                                    \
     X(zeMemAllocHost)                                                                      \
     X(zeMemFree)                                                                           \

@@ -9,12 +9,14 @@
  * log, so no kernel ever runs. Nothing passing on it says anything about a GPU. What it
  * checks, aborting with a message: an event signalled again before a reset, or reset,
  * destroyed or waited on forever while commands use it; memory freed or a list
- * destroyed while a pending command uses it; pools and memory left at the end. */
+ * destroyed while a pending command uses it; pools and memory left at the end. Events
+ * the host signals (zeEventHostSignal, the plugin's host functions) wake host waits. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <level_zero/ze_api.h>
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
@@ -49,6 +51,9 @@ struct _ze_event_handle_t {
 
 /* One lock for the whole fake: events, lists and their pending commands, memory. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Broadcast when an event is signalled: a host wait that cannot run anything itself
+ * waits for another thread (a host function's thread) to signal. */
+static pthread_cond_t progress = PTHREAD_COND_INITIALIZER;
 
 static void fail(const char *what) __attribute__((noreturn));
 static void fail(const char *what) {
@@ -116,6 +121,7 @@ static void run(pending *c) {
     }
     if (c->signal)
         c->signal->signalled = 1;
+    pthread_cond_broadcast(&progress);
 }
 
 /* Runs one command whose waits are signalled, the first such list head; 0 when none
@@ -238,10 +244,34 @@ FAKE_EXPORT ze_result_t zeEventHostSynchronize(ze_event_handle_t e, uint64_t tim
     GPU_ONLY("zeEventHostSynchronize");
     (void)timeout;
     pthread_mutex_lock(&lock);
-    while (!e->signalled)
-        if (!step())
-            fail("zeEventHostSynchronize: on an event no pending command can signal (it "
-                 "would wait forever)");
+    while (!e->signalled) {
+        if (step())
+            continue;
+        /* Nothing can run: only another thread's zeEventHostSignal can help. A minute
+         * without one is a wait that would never end (this bound only turns a hang into
+         * a message; no passing run depends on it). */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 60;
+        if (pthread_cond_timedwait(&progress, &lock, &until) != 0 && !e->signalled && !step())
+            fail("zeEventHostSynchronize: on an event that nothing signals (a minute "
+                 "without progress)");
+    }
+    pthread_mutex_unlock(&lock);
+    return ZE_RESULT_SUCCESS;
+}
+
+FAKE_EXPORT ze_result_t zeEventHostSignal(ze_event_handle_t e) {
+    GPU_ONLY("zeEventHostSignal");
+    pthread_mutex_lock(&lock);
+    if (e->signalled)
+        fail("zeEventHostSignal: the event is signalled (not reset)");
+    for (ze_command_list_handle_t l = lists; l; l = l->next)
+        for (pending *c = l->head; c; c = c->next)
+            if (c->signal == e)
+                fail("zeEventHostSignal: a pending command signals the event too");
+    e->signalled = 1;
+    pthread_cond_broadcast(&progress);
     pthread_mutex_unlock(&lock);
     return ZE_RESULT_SUCCESS;
 }
