@@ -24,9 +24,14 @@ endif()
 
 # bp_intel_opencl_test(<name> EXIT <code> [EXPECT <regex>...] ARGS <args>...): as
 # bp_conformance_test, on Intel's runtime alone (check_intel_opencl.cmake), with the
-# plugin's disk cache in a directory of its own.
+# plugin's disk cache in a directory of its own. Skipped in sanitizer builds: the
+# runtime leaks (LeakSanitizer) and calls a pure virtual function at exit there.
 function(bp_intel_opencl_test name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "EXIT" "EXPECT;ARGS")
+  if(BP_SANITIZER)
+    bp_skipped_test(${name} "Intel's OpenCL CPU runtime is not run under ${BP_SANITIZER} sanitizer (it leaks and aborts at exit there): the release build's tests run it")
+    return()
+  endif()
   string(REPLACE ";" "\\;" args "${arg_ARGS}")
   string(REPLACE ";" "\\;" expect "${arg_EXPECT}")
   add_test(NAME ${name} COMMAND ${CMAKE_COMMAND}
@@ -55,7 +60,7 @@ set_property(TEST conformance_opencl_intel_spirv APPEND PROPERTY ENVIRONMENT "BP
 # A build of a module that fails (an option the runtime rejects): the error names the
 # module and carries the build log. Nothing comes from the disk cache.
 bp_intel_opencl_test(opencl_intel_spirv_build_options EXIT 1
-  EXPECT "FAIL  ops\\.add_f32: [^\n]*opencl:0: building the 'elemwise' kernels \\(SPIR-V module BP_DT=0, [0-9]+ bytes; options -cl-no-such-option\\) failed with CL_INVALID_BUILD_OPTIONS \\(-43\\) \\(check BP_OPENCL_BUILD_OPTIONS='-cl-no-such-option'\\): [^\n]*-cl-no-such-option"
+  EXPECT "FAIL  ops\\.add_f32" "opencl:0: building the 'elemwise' kernels \\(SPIR-V module BP_DT=0, [0-9]+ bytes; options -cl-no-such-option\\) failed with CL_INVALID_BUILD_OPTIONS \\(-43\\) \\(check BP_OPENCL_BUILD_OPTIONS='-cl-no-such-option'\\): [^\n]*-cl-no-such-option"
   ARGS --device opencl:0 --filter ops.add_f32)
 set_property(TEST opencl_intel_spirv_build_options APPEND PROPERTY ENVIRONMENT
   "BP_OPENCL_PROGRAM=spirv;BP_OPENCL_CACHE=0;BP_OPENCL_BUILD_OPTIONS=-cl-no-such-option")
@@ -69,14 +74,14 @@ set_property(TEST opencl_intel_spirv_defines_built_in APPEND PROPERTY ENVIRONMEN
 # PoCL 3.1 (opencl:0 without OCL_ICD_VENDORS) reports no IL: its kernels fail with that
 # reason, while the device itself still works (memory.memset).
 bp_conformance_test(opencl_spirv_pocl_no_spirv EXIT 1
-  EXPECT "FAIL  ops\\.add_f32: [^\n]*BP_ERR_UNSUPPORTED: opencl:0: the 'elemwise' kernels from SPIR-V \\(BP_OPENCL_PROGRAM=spirv\\): the device takes no SPIR-V \\(CL_DEVICE_IL_VERSION is '', no cl_khr_il_program; OpenCL [^)]*\\)"
+  EXPECT "FAIL  ops\\.add_f32" "BP_ERR_UNSUPPORTED: opencl:0: the 'elemwise' kernels from SPIR-V \\(BP_OPENCL_PROGRAM=spirv\\): the device takes no SPIR-V \\(CL_DEVICE_IL_VERSION is '', no cl_khr_il_program; OpenCL [^)]*\\)"
          "PASS  memory\\.memset"
   ARGS --device opencl:0 --filter ops.add_f32,memory.memset)
 set_property(TEST opencl_spirv_pocl_no_spirv APPEND PROPERTY ENVIRONMENT
   "${bp_ocl_env};BP_OPENCL_PROGRAM=spirv")
 # A device whose work-groups are smaller than the modules' (PoCL limited to 128).
 bp_conformance_test(opencl_spirv_small_work_groups EXIT 1
-  EXPECT "FAIL  ops\\.add_f32: [^\n]*opencl:0: the 'elemwise' kernels from SPIR-V \\(BP_OPENCL_PROGRAM=spirv\\): the SPIR-V kernels need work-groups of 256 work-items, the device takes at most 128 "
+  EXPECT "FAIL  ops\\.add_f32" "opencl:0: the 'elemwise' kernels from SPIR-V \\(BP_OPENCL_PROGRAM=spirv\\): the SPIR-V kernels need work-groups of 256 work-items, the device takes at most 128 "
   ARGS --device opencl:0 --filter ops.add_f32)
 set_property(TEST opencl_spirv_small_work_groups APPEND PROPERTY ENVIRONMENT
   "${bp_ocl_env};BP_OPENCL_PROGRAM=spirv;POCL_MAX_WORK_GROUP_SIZE=128")
