@@ -10,7 +10,8 @@
 set(BP_INTEL_OPENCL_DIR ${PROJECT_SOURCE_DIR}/.intel-opencl CACHE PATH
     "Where scripts/intel-opencl.sh installed Intel's OpenCL CPU runtime")
 set(bp_spirv_tests conformance_opencl_intel conformance_opencl_intel_spirv
-    conformance_opencl_intel_spirv_no_fp64 opencl_intel_spirv_build_options opencl_intel_spirv_defines_built_in
+    conformance_opencl_intel_spirv_no_fp64 opencl_intel_spirv_no_module
+    opencl_intel_spirv_build_options opencl_intel_spirv_defines_built_in
     opencl_spirv_pocl_no_spirv opencl_spirv_small_work_groups opencl_bad_program_mode
     opencl_bad_fp64_switch)
 if(NOT TARGET bp_opencl)
@@ -23,12 +24,16 @@ if(bp_opencl_skip)
   return()
 endif()
 
-# bp_intel_opencl_test(<name> EXIT <code> [EXPECT <regex>...] ARGS <args>...): as
-# bp_conformance_test, on Intel's runtime alone (check_intel_opencl.cmake), with the
-# plugin's disk cache in a directory of its own. Skipped in sanitizer builds: the
+# bp_intel_opencl_test(<name> EXIT <code> [EXE <program>] [EXPECT <regex>...]
+# ARGS <args>...): as bp_conformance_test (EXE, bp-conformance by default, with ARGS), on
+# Intel's runtime alone (check_intel_opencl.cmake), with the plugin's disk cache in a
+# directory of its own. Skipped in sanitizer builds: the
 # runtime leaks (LeakSanitizer) and calls a pure virtual function at exit there.
 function(bp_intel_opencl_test name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "EXIT" "EXPECT;ARGS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "EXIT;EXE" "EXPECT;ARGS")
+  if(NOT arg_EXE)
+    set(arg_EXE $<TARGET_FILE:bp-conformance>)
+  endif()
   if(BP_SANITIZER)
     bp_skipped_test(${name} "Intel's OpenCL CPU runtime is not run under ${BP_SANITIZER} sanitizer (it leaks and aborts at exit there): the release build's tests run it")
     return()
@@ -36,7 +41,7 @@ function(bp_intel_opencl_test name)
   string(REPLACE ";" "\\;" args "${arg_ARGS}")
   string(REPLACE ";" "\\;" expect "${arg_EXPECT}")
   add_test(NAME ${name} COMMAND ${CMAKE_COMMAND}
-    -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+    -DEXE=${arg_EXE} -DEMULATOR=${bp_emulator_arg}
     -DARGS=${args} -DEXIT=${arg_EXIT} -DEXPECT=${expect} -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/${name}
     -DVENDORS=${BP_INTEL_OPENCL_DIR}/vendors
     -DCHECK=${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake
@@ -67,6 +72,14 @@ bp_intel_opencl_test(conformance_opencl_intel_spirv_no_fp64 EXIT 0
   ARGS --device opencl:0 --xfail ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/opencl-no-fp64.xfail
        --strict-xfail --junit JUNIT)
 set_property(TEST conformance_opencl_intel_spirv_no_fp64 APPEND PROPERTY ENVIRONMENT
+  "BP_OPENCL_PROGRAM=spirv;BP_OPENCL_FP64=0")
+# A variant without a module: a cast into f64 on a device without fp64.
+add_executable(opencl_spirv_no_module opencl_spirv_no_module.c)
+target_link_libraries(opencl_spirv_no_module PRIVATE backplane)
+bp_project_target(opencl_spirv_no_module)
+bp_intel_opencl_test(opencl_intel_spirv_no_module EXIT 0 EXE $<TARGET_FILE:opencl_spirv_no_module>
+  EXPECT "bp_copy f32 -> f64: [^\n]*: opencl:0: no SPIR-V module of the 'convert' kernels for BP_DT=3 on a device without fp64 \\(BP_OPENCL_PROGRAM=spirv; ")
+set_property(TEST opencl_intel_spirv_no_module APPEND PROPERTY ENVIRONMENT
   "BP_OPENCL_PROGRAM=spirv;BP_OPENCL_FP64=0")
 # A build of a module that fails (an option the runtime rejects): the error names the
 # module and carries the build log. Nothing comes from the disk cache.
