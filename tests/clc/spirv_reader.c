@@ -227,7 +227,9 @@ static bool type_or_constant(reader *r, uint32_t op, size_t at, size_t len) {
 }
 
 static spv_param classify(const reader *r, const id_info *type, const id_info *param) {
-    spv_param p = {SPV_PARAM_OTHER, 0};
+    spv_param p = {SPV_PARAM_OTHER, 0, 0};
+    if (type->kind == ID_POINTER && type->pointee < r->bound)
+        p.pointee_size = r->ids[type->pointee].size;
     if (type->kind == ID_SCALAR) {
         p.kind = SPV_PARAM_SCALAR;
         p.size = type->size;

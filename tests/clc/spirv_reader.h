@@ -27,6 +27,7 @@ typedef enum spv_param_kind {
 typedef struct spv_param {
     spv_param_kind kind;
     size_t size; /* bytes: of the value (scalar, by-value struct); 0 for pointers */
+    size_t pointee_size; /* global and local pointers: bytes of what they point to */
 } spv_param;
 
 typedef struct spv_kernel {

@@ -79,6 +79,25 @@ static void check_arg(findings *f, const clc_case *c, const fake_launch *l, int 
     }
 }
 
+/* Every kernel writes its first argument: the call's output (allocation 0 in every
+ * case), of elements of the call's dtype (the variant asked for is the dtype's). */
+static void check_output(findings *f, const clc_case *c, const fake_launch *l,
+                         const spv_kernel *k) {
+    void *handle = NULL;
+    if (k->nparams == 0 || k->params[0].kind != SPV_PARAM_GLOBAL || l->local[0] ||
+        l->size[0] != sizeof handle) {
+        problem(f, c, "%s: its first parameter is not the output buffer", k->name);
+        return;
+    }
+    memcpy(&handle, l->value[0], sizeof handle);
+    if (fake_alloc_of_handle(handle) != 0)
+        problem(f, c, "%s: arg 0 is a buffer of allocation %d, not the output's", k->name,
+                fake_alloc_of_handle(handle));
+    if (k->params[0].pointee_size != fake_dtype_size(c->dtype))
+        problem(f, c, "%s: writes %zu-byte elements; the output's are %zu bytes", k->name,
+                k->params[0].pointee_size, fake_dtype_size(c->dtype));
+}
+
 static void check_work_sizes(findings *f, const clc_case *c, const fake_launch *l,
                              const spv_kernel *k) {
     size_t items = 1;
@@ -125,6 +144,7 @@ static void check_launch(findings *f, const clc_case *c, const fake_device *dev,
     }
     for (int i = 0; i < l->nargs; i++)
         check_arg(f, c, l, i, &k->params[i], k->name);
+    check_output(f, c, l, k);
     check_work_sizes(f, c, l, k);
 }
 

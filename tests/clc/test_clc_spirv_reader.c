@@ -60,7 +60,9 @@ static void assert_the_kernel(const spv_module *read) {
     assert_int_equal(k->local_size[2], 1);
     assert_int_equal(k->nparams, 4);
     assert_int_equal(k->params[0].kind, SPV_PARAM_GLOBAL);
+    assert_int_equal(k->params[0].pointee_size, 4);
     assert_int_equal(k->params[1].kind, SPV_PARAM_LOCAL);
+    assert_int_equal(k->params[1].pointee_size, 4);
     assert_int_equal(k->params[2].kind, SPV_PARAM_BYVAL);
     assert_int_equal(k->params[2].size, 80); /* 8, 4 + 4 padding, 64 */
     assert_int_equal(k->params[3].kind, SPV_PARAM_SCALAR);
