@@ -142,8 +142,14 @@ static void check_launch(findings *f, const clc_case *c, const fake_device *dev,
                 k->nparams);
         return;
     }
-    for (int i = 0; i < l->nargs; i++)
+    size_t local_bytes = 0;
+    for (int i = 0; i < l->nargs; i++) {
         check_arg(f, c, l, i, &k->params[i], k->name);
+        local_bytes += l->local[i] ? l->size[i] : 0;
+    }
+    if (local_bytes > dev->clc.local_mem)
+        problem(f, c, "%s: %zu bytes of local memory arguments; the device has %llu", k->name,
+                local_bytes, (unsigned long long)dev->clc.local_mem);
     check_output(f, c, l, k);
     check_work_sizes(f, c, l, k);
 }
