@@ -10,10 +10,12 @@ set -euo pipefail
 
 case "${1:-}" in
   "")
-    # The last three: the OpenCL headers and ICD loader for backends/opencl, and PoCL, the
-    # OpenCL CPU device its conformance test runs on.
+    # Then: the OpenCL headers and ICD loader for backends/opencl, and PoCL, the OpenCL
+    # CPU device its conformance test runs on; clang, llvm-spirv and spirv-val, which
+    # compile the OpenCL C kernels to SPIR-V modules (backends/clc/cmake/spirv.cmake).
     packages=(cmake make gcc pkg-config libcmocka-dev libcjson-dev libopenblas-dev
-              ocl-icd-opencl-dev pocl-opencl-icd opencl-headers)
+              ocl-icd-opencl-dev pocl-opencl-icd opencl-headers
+              clang-15 llvm-spirv-15 spirv-tools)
     arch=""
     ;;
   --arm)

@@ -52,6 +52,10 @@ int ocl_api_load(ocl_api *api, char *reason, size_t reason_size) {
         memset(api, 0, sizeof *api);
         return -1;
     }
+    api->clCreateProgramWithIL = (ocl_create_program_with_il_fn)dlsym(lib, "clCreateProgramWithIL");
+    api->clGetExtensionFunctionAddressForPlatform = (__typeof__(
+        api->clGetExtensionFunctionAddressForPlatform))dlsym(
+        lib, "clGetExtensionFunctionAddressForPlatform");
     /* Kept loaded until the process exits: vendor drivers keep threads of their own,
      * which an unload could pull the code from under. */
     api->lib = lib;

@@ -52,13 +52,24 @@
     X(clSetKernelArg)                                                                      \
     X(clEnqueueNDRangeKernel)
 
+/* Programs from SPIR-V (BP_OPENCL_PROGRAM=spirv, ocl_program.c): clCreateProgramWithIL
+ * is OpenCL 2.1 core, clCreateProgramWithILKHR (cl_khr_il_program, the same signature)
+ * an extension of earlier platforms; CL_DEVICE_IL_VERSION (= _KHR) lists the ILs a
+ * device takes ("SPIR-V_1.0 SPIR-V_1.1 ..."). Named here as the 1.2 headers lack them. */
+typedef cl_program (*ocl_create_program_with_il_fn)(cl_context context, const void *il,
+                                                     size_t length, cl_int *errcode_ret);
+#define OCL_DEVICE_IL_VERSION 0x105B
+
 /* The table: one pointer per function, typed like the header's declaration (only its
- * type is taken, so nothing refers to the symbol). */
+ * type is taken, so nothing refers to the symbol). The last two are optional (NULL when
+ * the loader lacks them: an OpenCL 1.2 loader has no clCreateProgramWithIL). */
 typedef struct ocl_api {
     void *lib; /* the dlopen handle, NULL when not loaded */
 #define OCL_API_FIELD(name) __typeof__(&name) name;
     OCL_API_FUNCTIONS(OCL_API_FIELD)
 #undef OCL_API_FIELD
+    ocl_create_program_with_il_fn clCreateProgramWithIL;
+    __typeof__(&clGetExtensionFunctionAddressForPlatform) clGetExtensionFunctionAddressForPlatform;
 } ocl_api;
 
 /* Loads the ICD loader ($BP_OPENCL_LIBRARY if set, else libOpenCL.so.1 or libOpenCL.so)

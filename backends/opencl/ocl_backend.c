@@ -75,6 +75,7 @@ static void describe_device(const ocl_api *api, cl_platform_id platform, cl_devi
                        CL_SUCCESS) {
             info->fp64 = has_extension(ext, "cl_khr_fp64");
             info->fp16 = has_extension(ext, "cl_khr_fp16");
+            info->il_program_khr = has_extension(ext, "cl_khr_il_program");
         }
         free(ext);
     }
@@ -175,7 +176,9 @@ static bp_status device_get_props(void *backend, int index, bp_backend_device_pr
     const ocl_device_info *info = &be->devices[index].info;
     bp_backend_device_props p;
     memset(&p, 0, sizeof p);
-    snprintf(p.description, sizeof p.description, "%s", info->description);
+    /* The program mode shows in bp-info: "<platform>: <device> (BP_OPENCL_PROGRAM=spirv)". */
+    snprintf(p.description, sizeof p.description, "%.100s%s", info->description,
+             be->spirv ? " (BP_OPENCL_PROGRAM=spirv)" : "");
     p.total_memory = info->global_mem;
     p.capabilities = BP_CAP_ASYNC_STREAMS | (info->profiling ? BP_CAP_TIMED_EVENTS : 0u);
     p.dtypes = device_dtypes(info);
@@ -267,7 +270,7 @@ static bp_status ocl_init(const bp_host_services *host, void **out_backend) {
     if (!be)
         return host->set_error(BP_ERR_OUT_OF_MEMORY, "opencl: out of host memory for the backend");
     be->host = host;
-    if (ocl_api_load(&be->api, be->reason, sizeof be->reason) == 0) {
+    if (ocl_program_mode_read(be) && ocl_api_load(&be->api, be->reason, sizeof be->reason) == 0) {
         be->api_loaded = true;
         ocl_altstack alt;
         ocl_altstack_save(&alt);
@@ -285,6 +288,8 @@ static bp_status ocl_init(const bp_host_services *host, void **out_backend) {
                                 .max_wg = dev->info.max_wg,
                                 .local_mem = dev->info.local_mem};
         clc_device_params(dev->info.max_wg, &dev->clc.rwg, &dev->clc.ts);
+        if (be->spirv)
+            ocl_spirv_device_init(dev);
         ocl_memmap_init(&dev->mem);
         pthread_mutex_init(&dev->streams_lock, NULL);
         pthread_mutex_init(&dev->programs_lock, NULL);

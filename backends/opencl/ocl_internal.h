@@ -4,6 +4,7 @@
  *   ocl_memory.c    the fake device address space, alloc/free, copies and memsets
  *   ocl_stream.c    streams (in-order profiling queues) and events (markers)
  *   ocl_program.c   building programs from the embedded sources, memory and disk caches
+ *   ocl_spirv.c     programs from the embedded SPIR-V modules (BP_OPENCL_PROGRAM=spirv)
  *   ocl_launch.c    what the shared kernels (backends/clc) need of a device: buffer
  *                   translation, kernels, launches, fills and copies */
 #ifndef BP_OCL_INTERNAL_H
@@ -62,6 +63,7 @@ typedef struct ocl_device_info {
     uint64_t local_mem;
     bool fp64;
     bool fp16;
+    bool il_program_khr;        /* cl_khr_il_program */
     bool profiling;
 } ocl_device_info;
 
@@ -77,6 +79,10 @@ struct ocl_device {
     ocl_stream *streams;       /* every live stream, for device synchronize */
     pthread_mutex_t programs_lock;
     ocl_program *programs;     /* built programs (ocl_program.c) */
+    /* BP_OPENCL_PROGRAM=spirv (ocl_spirv.c): how programs are made from SPIR-V, or NULL
+     * with why in spirv_unusable */
+    ocl_create_program_with_il_fn create_il;
+    char spirv_unusable[320];
 };
 
 struct ocl_stream {
@@ -99,6 +105,7 @@ struct ocl_backend {
     const bp_host_services *host;
     ocl_api api;
     bool api_loaded;
+    bool spirv;                /* BP_OPENCL_PROGRAM=spirv: programs from SPIR-V */
     int ndevices;
     ocl_device *devices;
     char reason[512];          /* why there are no devices */
@@ -147,6 +154,19 @@ bp_status ocl_get_kernel(ocl_device *dev, clc_program_id id, int variant, const 
                          ocl_kernel **out);
 /* Frees the device's programs (device close). */
 void ocl_programs_destroy(ocl_device *dev);
+
+/* ---- ocl_spirv.c ---- */
+
+/* Reads BP_OPENCL_PROGRAM into be->spirv: unset, empty or "source" (OpenCL C), or
+ * "spirv". Anything else: false, with the reason in be->reason (then no device). */
+bool ocl_program_mode_read(ocl_backend *be);
+/* In SPIR-V mode, at init: dev's kernels take clc.h's fixed RWG and TS, and how it
+ * creates programs from SPIR-V is found, or why it cannot. */
+void ocl_spirv_device_init(ocl_device *dev);
+/* The SPIR-V module of (id, variant) for dev; a clear error when the device takes no
+ * SPIR-V (dev->create_il is NULL) or there is no module for the variant. */
+bp_status ocl_spirv_module(ocl_device *dev, clc_program_id id, int variant,
+                           const clc_module **out);
 
 /* ---- ocl_launch.c ---- */
 

@@ -1,12 +1,14 @@
 /* opencl: programs, built at first use per (device, program, variant).
  *
  * Each program is the prelude plus one kernels/NAME.cl source, compiled with the variant
- * as a define (-DBP_DT=<dtype> or -DBP_ESIZE=<bytes>). Built programs stay in memory per
- * device. On disk (ocl_cache.c: where, and which files are trusted), the device
- * binaries (CL_PROGRAM_BINARIES) are kept, named by a hash of the device name, the
- * driver and device versions, the build options and the source, so a driver update or
- * an edited kernel is a new entry. A binary that does not load or build is rebuilt
- * from source and replaced.
+ * as a define (-DBP_DT=<dtype> or -DBP_ESIZE=<bytes>); in SPIR-V mode
+ * (BP_OPENCL_PROGRAM=spirv, ocl_spirv.c) it is the embedded SPIR-V module of that
+ * variant instead, built as it is. Built programs stay in memory per device. On disk
+ * (ocl_cache.c: where, and which files are trusted), the device binaries
+ * (CL_PROGRAM_BINARIES) are kept, named by a hash of the device name, the driver and
+ * device versions, the build options and the source (or the SPIR-V module's bytes), so
+ * a driver update or an edited kernel is a new entry. A binary that does not load or
+ * build is rebuilt and replaced.
  * BP_OPENCL_BUILD_OPTIONS is appended to every build's options (and so to the key). */
 #include "ocl_cache.h"
 #include "ocl_internal.h"
@@ -24,19 +26,33 @@ struct ocl_program {
     ocl_program *next;
 };
 
-/* The options of a build: the variant's defines, then $BP_OPENCL_BUILD_OPTIONS (extra
- * options for every build, e.g. -cl-mad-enable; part of the disk cache key, as all
- * options are). False when they do not fit in buf. */
+/* The options of a build: the variant's defines (a SPIR-V module has them built in),
+ * then $BP_OPENCL_BUILD_OPTIONS (extra options for every build, e.g. -cl-mad-enable;
+ * part of the disk cache key, as all options are). False when they do not fit in buf. */
 static bool build_options(const ocl_device *dev, const clc_program_def *def, int variant, char *buf,
                           size_t size) {
     const char *extra = secure_getenv("BP_OPENCL_BUILD_OPTIONS");
     bool has_extra = extra && extra[strspn(extra, " \t")];
-    int n = snprintf(buf, size,
-                     "-cl-std=CL1.2 -DBP_FP64=%d -DRWG=%zu -DTS=%d -DWPT=%d -DSBK=%d -D%s=%d%s%s",
-                     dev->info.fp64 ? 1 : 0, dev->clc.rwg, dev->clc.ts, CLC_MATMUL_WPT,
-                     CLC_SDPA_SBK, def->by_size ? "BP_ESIZE" : "BP_DT", variant,
-                     has_extra ? " " : "", has_extra ? extra : "");
-    return n > 0 && (size_t)n < size;
+    int n = dev->backend->spirv
+                ? snprintf(buf, size, "%s", has_extra ? extra : "")
+                : snprintf(buf, size,
+                           "-cl-std=CL1.2 -DBP_FP64=%d -DRWG=%zu -DTS=%d -DWPT=%d -DSBK=%d -D%s=%d%s%s",
+                           dev->info.fp64 ? 1 : 0, dev->clc.rwg, dev->clc.ts, CLC_MATMUL_WPT,
+                           CLC_SDPA_SBK, def->by_size ? "BP_ESIZE" : "BP_DT", variant,
+                           has_extra ? " " : "", has_extra ? extra : "");
+    return n >= 0 && (size_t)n < size;
+}
+
+/* What a build is, for messages: its options, or in SPIR-V mode the module and the
+ * options. */
+static void build_label(const clc_program_def *def, int variant, const clc_module *module,
+                        const char *options, char *buf, size_t size) {
+    if (!module)
+        snprintf(buf, size, "%s", options);
+    else
+        snprintf(buf, size, "SPIR-V module %s=%d%s, %zu bytes%s%s",
+                 def->by_size ? "BP_ESIZE" : "BP_DT", variant, module->fp64 ? " fp64" : "",
+                 module->size, options[0] ? "; options " : "", options);
 }
 
 /* ---- the disk cache ---- */
@@ -61,14 +77,22 @@ static uint64_t hash_parts(uint64_t seed, const char *const *parts, int n) {
     return h;
 }
 
+/* The cache file of a program built with `options` from the prelude and def's source,
+ * or from `module` in SPIR-V mode (its bytes are hashed). */
 static bool cache_path(ocl_device *dev, const clc_program_def *def, const char *options,
-                       char *buf, size_t size) {
+                       const clc_module *module, char *buf, size_t size) {
     const char *dir = ocl_cache_dir(dev);
     if (!dir)
         return false;
+    char spirv_hash[32] = "";
+    if (module)
+        snprintf(spirv_hash, sizeof spirv_hash, "spirv-%016llx",
+                 (unsigned long long)fnv1a(UINT64_C(0xcbf29ce484222325), module->spirv,
+                                           module->size));
     const char *parts[] = {"backplane-opencl-1", dev->info.description, dev->info.driver,
-                           dev->info.version,     options,                clc_src_prelude,
-                           def->source};
+                           dev->info.version,     options,
+                           module ? spirv_hash : clc_src_prelude,
+                           module ? "" : def->source};
     int np = (int)(sizeof parts / sizeof parts[0]);
     uint64_t h1 = hash_parts(UINT64_C(0xcbf29ce484222325), parts, np);
     uint64_t h2 = hash_parts(UINT64_C(0x84222325cbf29ce4), parts, np);
@@ -96,8 +120,9 @@ static void cache_write(ocl_device *dev, cl_program prog, const char *path) {
 
 /* ---- building ---- */
 
+/* The error of a failed build: `what` is the build's label (build_label). */
 static bp_status build_error(ocl_device *dev, cl_program prog, const clc_program_def *def,
-                             const char *options, cl_int err) {
+                             const char *what, cl_int err) {
     const ocl_api *api = &dev->backend->api;
     size_t len = 0;
     char *log = NULL;
@@ -119,7 +144,7 @@ static bp_status build_error(ocl_device *dev, cl_program prog, const clc_program
     bool blame_extra = err == CL_INVALID_BUILD_OPTIONS && extra && extra[0];
     bp_status st = dev->backend->host->set_error(
         BP_ERR_BACKEND, "opencl:%d: building the '%s' kernels (%s) failed with %s (%d)%s%s%s: %s",
-        dev->index, def->name, options, ocl_error_name(err), (int)err,
+        dev->index, def->name, what, ocl_error_name(err), (int)err,
         blame_extra ? " (check BP_OPENCL_BUILD_OPTIONS='" : "", blame_extra ? extra : "",
         blame_extra ? "')" : "", log && log[0] ? log : "(no build log)");
     free(log);
@@ -151,35 +176,56 @@ static cl_program load_cached(ocl_device *dev, const char *path, const char *opt
     return prog;
 }
 
-static bp_status build_program(ocl_device *dev, const clc_program_def *def, int variant,
-                               cl_program *out) {
+/* The program, not yet built: from the variant's SPIR-V module (`module` set) or from
+ * source. */
+static bp_status create_program(ocl_device *dev, clc_program_id id, const clc_module *module,
+                                cl_program *out) {
     const ocl_api *api = &dev->backend->api;
-    char options[1024], path[1200];
+    cl_int err = CL_SUCCESS;
+    if (module) {
+        *out = dev->create_il(dev->context, module->spirv, module->size, &err);
+        return *out ? BP_OK
+                     : ocl_fail(dev, err, "creating a program from SPIR-V (clCreateProgramWithIL)");
+    }
+    const char *srcs[2] = {clc_src_prelude, clc_programs[id].source};
+    *out = api->clCreateProgramWithSource(dev->context, 2, srcs, NULL, &err);
+    return *out ? BP_OK : ocl_fail(dev, err, "clCreateProgramWithSource");
+}
+
+static bp_status build_program(ocl_device *dev, clc_program_id id, int variant, cl_program *out) {
+    const ocl_api *api = &dev->backend->api;
+    const clc_program_def *def = &clc_programs[id];
+    char options[1024], label[1200], path[1200];
     if (!build_options(dev, def, variant, options, sizeof options))
         return dev->backend->host->set_error(
             BP_ERR_INVALID_ARGUMENT,
             "opencl:%d: building the '%s' kernels: BP_OPENCL_BUILD_OPTIONS is too long "
             "(the options must fit in %zu bytes)",
             dev->index, def->name, sizeof options - 1);
-    bool cached = cache_path(dev, def, options, path, sizeof path);
+    const clc_module *module = NULL;
+    if (dev->backend->spirv) {
+        bp_status st = ocl_spirv_module(dev, id, variant, &module);
+        if (st != BP_OK)
+            return st;
+    }
+    build_label(def, variant, module, options, label, sizeof label);
+    bool cached = cache_path(dev, def, options, module, path, sizeof path);
     cl_program prog = cached ? load_cached(dev, path, options) : NULL;
     if (prog) {
         *out = prog;
         return BP_OK;
     }
-    const char *srcs[2] = {clc_src_prelude, def->source};
-    cl_int err = CL_SUCCESS;
-    prog = api->clCreateProgramWithSource(dev->context, 2, srcs, NULL, &err);
-    if (!prog)
-        return ocl_fail(dev, err, "clCreateProgramWithSource");
-    err = api->clBuildProgram(prog, 1, &dev->info.id, options, NULL, NULL);
+    bp_status st = create_program(dev, id, module, &prog);
+    if (st != BP_OK)
+        return st;
+    cl_int err = api->clBuildProgram(prog, 1, &dev->info.id, options, NULL, NULL);
     if (err != CL_SUCCESS) {
-        bp_status st = build_error(dev, prog, def, options, err);
+        st = build_error(dev, prog, def, label, err);
         api->clReleaseProgram(prog);
         return st;
     }
     dev->backend->host->log(BP_LOG_DEBUG, OCL_NAME, "opencl:%d: built the '%s' kernels (%s)",
-                            dev->index, def->name, options);
+                            dev->index, def->name, label);
     if (cached)
         cache_write(dev, prog, path);
     *out = prog;
@@ -210,7 +256,7 @@ static bp_status program_create(ocl_device *dev, clc_program_id id, int variant,
     p->variant = variant;
     ocl_altstack alt; /* the compiler may touch the thread's signal state */
     ocl_altstack_save(&alt);
-    bp_status st = build_program(dev, &clc_programs[id], variant, &p->program);
+    bp_status st = build_program(dev, id, variant, &p->program);
     ocl_altstack_restore(&alt);
     if (st != BP_OK) {
         free(p);
