@@ -79,5 +79,6 @@ add_custom_command(
           -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/embed_native.cmake
   DEPENDS ${bp_clc_native_files} ${bp_clc_native_manifest}
           ${CMAKE_CURRENT_SOURCE_DIR}/cmake/embed_native.cmake
+          ${CMAKE_CURRENT_SOURCE_DIR}/cmake/c_bytes.cmake
   COMMENT "Embedding the ahead-of-time Intel GPU binaries"
   VERBATIM)
