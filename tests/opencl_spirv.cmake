@@ -24,13 +24,22 @@ if(bp_opencl_skip)
   return()
 endif()
 
-# bp_intel_opencl_test(<name> EXIT <code> [EXE <program>] [EXPECT <regex>...]
-# ARGS <args>...): as bp_conformance_test (EXE, bp-conformance by default, with ARGS), on
-# Intel's runtime alone (check_intel_opencl.cmake), with the plugin's disk cache in a
-# directory of its own. Skipped in sanitizer builds: the
+# bp_intel_opencl_test(<name> EXIT <code> [BESIDE_POCL] [EXE <program>]
+# [EXPECT <regex>...] ARGS <args>...): as bp_conformance_test (EXE, bp-conformance by
+# default, with ARGS), on Intel's runtime alone, or with BESIDE_POCL as the second
+# platform beside PoCL, "opencl:INTEL" in ARGS naming its device
+# (check_intel_opencl.cmake); the plugin's disk cache in a directory of its own. Skipped in sanitizer builds: the
 # runtime leaks (LeakSanitizer) and calls a pure virtual function at exit there.
 function(bp_intel_opencl_test name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "EXIT;EXE" "EXPECT;ARGS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "BESIDE_POCL" "EXIT;EXE" "EXPECT;ARGS")
+  set(pocl "")
+  if(arg_BESIDE_POCL)
+    if(NOT BP_POCL_ICD)
+      bp_skipped_test(${name} "PoCL's pocl.icd is not in /etc/OpenCL/vendors (Debian: pocl-opencl-icd)")
+      return()
+    endif()
+    set(pocl ${BP_POCL_ICD})
+  endif()
   if(NOT arg_EXE)
     set(arg_EXE $<TARGET_FILE:bp-conformance>)
   endif()
@@ -43,7 +52,7 @@ function(bp_intel_opencl_test name)
   add_test(NAME ${name} COMMAND ${CMAKE_COMMAND}
     -DEXE=${arg_EXE} -DEMULATOR=${bp_emulator_arg}
     -DARGS=${args} -DEXIT=${arg_EXIT} -DEXPECT=${expect} -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/${name}
-    -DVENDORS=${BP_INTEL_OPENCL_DIR}/vendors
+    -DVENDORS=${BP_INTEL_OPENCL_DIR}/vendors -DPOCL_ICD=${pocl} -DINFO=$<TARGET_FILE:bp-info>
     -DCHECK=${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake
     -P ${CMAKE_CURRENT_SOURCE_DIR}/check_intel_opencl.cmake)
   set_tests_properties(${name} PROPERTIES TIMEOUT 900 LABELS conformance
@@ -51,11 +60,13 @@ function(bp_intel_opencl_test name)
     ENVIRONMENT "${bp_ocl_env};XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache_intel")
 endfunction()
 
-# The whole suite on Intel's runtime from OpenCL C source, as on PoCL.
-bp_intel_opencl_test(conformance_opencl_intel EXIT 0
-  EXPECT "on opencl:0: Intel\\(R\\) OpenCL: " "PASS  ops\\.sdpa_f32" "PASS  ops\\.copy_bf16"
-         "PASS  events\\.elapsed_time"
-  ARGS --device opencl:0 --junit JUNIT)
+# The whole suite on Intel's runtime from OpenCL C source, as on PoCL, with Intel's
+# runtime the second platform beside PoCL: opencl:N of two platforms, and the tests
+# that need a second device of the backend run (the guards' per-thread test).
+bp_intel_opencl_test(conformance_opencl_intel EXIT 0 BESIDE_POCL
+  EXPECT "on opencl:[0-9]+: Intel\\(R\\) OpenCL: " "PASS  ops\\.sdpa_f32" "PASS  ops\\.copy_bf16"
+         "PASS  events\\.elapsed_time" "PASS  guards\\.backend_current_per_thread"
+  ARGS --device opencl:INTEL --junit JUNIT)
 # The same from the SPIR-V modules the xpu plugin ships: every kernel.
 bp_intel_opencl_test(conformance_opencl_intel_spirv EXIT 0
   EXPECT "on opencl:0: Intel\\(R\\) OpenCL: [^\n]*\\(BP_OPENCL_PROGRAM=spirv\\)"
