@@ -10,7 +10,8 @@
 set(BP_INTEL_OPENCL_DIR ${PROJECT_SOURCE_DIR}/.intel-opencl CACHE PATH
     "Where scripts/intel-opencl.sh installed Intel's OpenCL CPU runtime")
 set(bp_spirv_tests conformance_opencl_intel conformance_opencl_intel_spirv
-    conformance_opencl_intel_spirv_no_fp64 opencl_intel_spirv_no_module
+    conformance_opencl_intel_spirv_full conformance_opencl_intel_spirv_no_fp64
+    opencl_intel_spirv_no_module
     opencl_intel_spirv_build_options opencl_intel_spirv_defines_built_in
     opencl_spirv_pocl_no_spirv opencl_spirv_small_work_groups opencl_bad_program_mode
     opencl_bad_fp64_switch)
@@ -74,6 +75,16 @@ bp_intel_opencl_test(conformance_opencl_intel_spirv EXIT 0
          "PASS  ops\\.copy_bf16" "PASS  ops\\.rope_f32"
   ARGS --device opencl:0 --junit JUNIT)
 set_property(TEST conformance_opencl_intel_spirv APPEND PROPERTY ENVIRONMENT "BP_OPENCL_PROGRAM=spirv")
+# --level full (docs/conformance.md): the ops group's large shapes, which reach the
+# tiled matmul and the many-rows sdpa kernel, from the modules. About 50 s on 2 cores:
+# label "full", which make test leaves out (ctest -L full).
+bp_intel_opencl_test(conformance_opencl_intel_spirv_full EXIT 0
+  EXPECT "level full" "PASS  ops\\.sdpa_bf16" "PASS  ops\\.matmul_f32"
+  ARGS --device opencl:0 --level full --filter "ops.*" --timeout 1800 --junit JUNIT)
+set_tests_properties(conformance_opencl_intel_spirv_full PROPERTIES
+  LABELS "conformance;full" TIMEOUT 2000)
+set_property(TEST conformance_opencl_intel_spirv_full APPEND PROPERTY ENVIRONMENT
+  "BP_OPENCL_PROGRAM=spirv")
 # Again as a device without fp64 (BP_OPENCL_FP64=0), as Intel's Arc GPUs are: the
 # modules built without BP_FP64 (convert, norm) run, f64 is not listed. rope_f32 is a
 # known failure there (tests/fixtures/opencl-no-fp64.xfail says why).
