@@ -14,7 +14,7 @@ set(bp_spirv_tests conformance_opencl_intel conformance_opencl_intel_spirv
     opencl_intel_spirv_no_module
     opencl_intel_spirv_build_options opencl_intel_spirv_defines_built_in
     opencl_spirv_pocl_no_spirv opencl_spirv_small_work_groups opencl_bad_program_mode
-    opencl_bad_fp64_switch)
+    opencl_bad_fp64_switch clc_spirv_without_tools)
 if(NOT TARGET bp_opencl)
   return()
 endif()
@@ -141,3 +141,16 @@ add_test(NAME opencl_bad_fp64_switch COMMAND ${bp_emulator} $<TARGET_FILE:bp-inf
 set_tests_properties(opencl_bad_fp64_switch PROPERTIES TIMEOUT 60 LABELS conformance
   ENVIRONMENT "${bp_ocl_env};BP_OPENCL_FP64=no"
   PASS_REGULAR_EXPRESSION "opencl +[^\n]+ +loaded +0 +[^\n]*\n +no devices: BP_OPENCL_FP64='no' is not 0 \\(devices as without cl_khr_fp64\\) or 1 \\(as they report\\)")
+
+# A build without clang, llvm-spirv and spirv-val (a second, small build of this tree
+# that searches no system path): no modules, CMake's reason, SPIR-V mode's error. About
+# 10 s on 2 cores; label "slow", as the other second build (selective_build).
+if(NOT CMAKE_CROSSCOMPILING)
+  add_test(NAME clc_spirv_without_tools COMMAND ${CMAKE_COMMAND}
+    -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/clc_spirv_without_tools
+    -DC_COMPILER=${CMAKE_C_COMPILER} -DBUILD_TYPE=${CMAKE_BUILD_TYPE} -DSANITIZE=${BP_SANITIZE}
+    -DOPENCL_INCLUDE_DIR=${BP_OPENCL_INCLUDE_DIR}
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_clc_without_tools.cmake)
+  set_tests_properties(clc_spirv_without_tools PROPERTIES LABELS slow TIMEOUT 900
+    ENVIRONMENT "${bp_ocl_env};BP_OPENCL_PROGRAM=spirv")
+endif()
