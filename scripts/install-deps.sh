@@ -12,12 +12,14 @@ case "${1:-}" in
   "")
     # Then: the OpenCL headers and ICD loader for backends/opencl, and PoCL, the OpenCL
     # CPU device its conformance test runs on; clang, llvm-spirv and spirv-val, which
-    # compile the OpenCL C kernels to SPIR-V modules (backends/clc/cmake/spirv.cmake);
-    # python3 with venv, for scripts/intel-opencl.sh (Intel's OpenCL CPU runtime).
+    # compile the OpenCL C kernels to SPIR-V modules (backends/clc/cmake/spirv.cmake).
     packages=(cmake make gcc pkg-config libcmocka-dev libcjson-dev libopenblas-dev
               ocl-icd-opencl-dev pocl-opencl-icd opencl-headers
-              clang-15 llvm-spirv-15 spirv-tools python3 python3-venv)
+              clang-15 llvm-spirv-15 spirv-tools)
     arch=""
+    # python3 with venv: scripts/intel-opencl.sh installs Intel's OpenCL CPU runtime from
+    # PyPI into a virtual environment of the project (make test runs it).
+    packages+=(python3 python3-venv)
     ;;
   --arm)
     # No OpenCL loader or PoCL of arm64: the cross build's OpenCL tests that need a device
