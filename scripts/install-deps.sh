@@ -16,6 +16,9 @@ case "${1:-}" in
     packages=(cmake make gcc pkg-config libcmocka-dev libcjson-dev libopenblas-dev
               ocl-icd-opencl-dev pocl-opencl-icd opencl-headers
               clang-15 llvm-spirv-15 spirv-tools)
+    # backends/xpu: the Level Zero header and loader, and Intel's GPU driver, whose zeInit
+    # fails without an Intel GPU (the no-device tests of tests/xpu/xpu.cmake run on it).
+    packages+=(libze-dev libze1 intel-opencl-icd)
     arch=""
     # python3 with venv: scripts/intel-opencl.sh installs Intel's OpenCL CPU runtime from
     # PyPI into a virtual environment of the project (make test runs it).

@@ -1,0 +1,117 @@
+# Tests of the xpu plugin (backends/xpu), included by tests/CMakeLists.txt.
+#
+# No machine here has an Intel GPU: these tests run the plugin's paths up to the point
+# where a device would be needed, and check that each ends in 0 devices with its reason,
+# never a crash. A fake loader (xpu/fake_ze_loader.c) stands for the drivers that cannot
+# be installed here; it aborts in every function past the one a test expects the plugin
+# to stop at. Nothing here runs a device: docs/backends/xpu.md says what never ran.
+if(NOT TARGET bp_xpu)
+  return()
+endif()
+# Only the xpu plugin is loaded: the tests do not depend on the other plugins' drivers.
+set(bp_xpu_env "BP_PLUGIN_PATH=;BP_PLUGINS=xpu;BP_AUTOLOAD=;BP_DEVICE=;BP_XPU_LIBRARY=;BP_MEMORY_LIMIT_MB=0;FAKE_ZE_MODE=;ZE_ENABLE_ALT_DRIVERS=")
+
+# bp_fake_ze_library(<target> [<compile definitions>...]): the fake loader.
+function(bp_fake_ze_library target)
+  add_library(${target} SHARED xpu/fake_ze_loader.c xpu/fake_ze_gpu.c)
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR}/backends/xpu
+    ${BP_LEVEL_ZERO_INCLUDE_DIR})
+  target_compile_definitions(${target} PRIVATE _GNU_SOURCE ${ARGN})
+  set_target_properties(${target} PROPERTIES C_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fake_ze)
+  bp_project_target(${target})
+endfunction()
+bp_fake_ze_library(bp_fake_ze_loader)
+# The same without zeModuleBuildLogGetString: a loader lacking a function the plugin needs.
+bp_fake_ze_library(bp_fake_ze_loader_lacking
+  zeModuleBuildLogGetString=fake_renamed_zeModuleBuildLogGetString)
+
+# bp_xpu_info_test(<name> <environment entries> <reason regex> [<skip regex> <skip why>])
+function(bp_xpu_info_test name env reason)
+  set(skip_args "")
+  if(ARGC GREATER 3)
+    set(skip_args -DSKIP_IF=${ARGV3} -DSKIP_WHY=${ARGV4})
+  endif()
+  add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -DEXE=$<TARGET_FILE:bp-info>
+    -DEMULATOR=${bp_emulator_arg} -DREASON=${reason} ${skip_args}
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/xpu/check_xpu_info.cmake)
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "${bp_xpu_env};${env}"
+    SKIP_REGULAR_EXPRESSION "skipped: " LABELS xpu)
+endfunction()
+
+set(bp_fake_ze "BP_XPU_LIBRARY=$<TARGET_FILE:bp_fake_ze_loader>")
+# BP_XPU_LIBRARY names a file that does not exist: no fallback to the default loader.
+bp_xpu_info_test(xpu_no_loader "BP_XPU_LIBRARY=/nonexistent/libze_loader.so.1"
+  "BP_XPU_LIBRARY=/nonexistent/libze_loader\\.so\\.1 cannot be loaded: /nonexistent/libze_loader\\.so\\.1: cannot open shared object file: No such file")
+# A library that is no Level Zero loader at all.
+bp_xpu_info_test(xpu_loader_without_ze "BP_XPU_LIBRARY=libm.so.6"
+  "the Level Zero loader libm\\.so\\.6 lacks zeInit \\(a loader of Level Zero 1\\.2 or newer is needed\\)")
+# A loader lacking one function the plugin needs: found before any is called.
+bp_xpu_info_test(xpu_loader_lacking_function
+  "BP_XPU_LIBRARY=$<TARGET_FILE:bp_fake_ze_loader_lacking>"
+  "the Level Zero loader /[^ ]*/libbp_fake_ze_loader_lacking\\.so lacks zeModuleBuildLogGetString")
+# zeInit fails and zeDriverGet would crash: the plugin stops after zeInit. This is what
+# Debian's loader does with intel-opencl-icd installed and no Intel GPU.
+bp_xpu_info_test(xpu_init_fails "${bp_fake_ze}"
+  "zeInit\\(ZE_INIT_FLAG_GPU_ONLY\\) failed with ZE_RESULT_ERROR_UNINITIALIZED \\(0x78000001\\)")
+bp_xpu_info_test(xpu_no_driver "${bp_fake_ze};FAKE_ZE_MODE=no_driver"
+  "no Level Zero driver \\(zeDriverGet: ZE_RESULT_SUCCESS, 0 drivers\\)")
+bp_xpu_info_test(xpu_old_driver "${bp_fake_ze};FAKE_ZE_MODE=old_api"
+  "Level Zero driver 0 implements API 1\\.1, older than the 1\\.2 this plugin needs")
+bp_xpu_info_test(xpu_no_gpu "${bp_fake_ze};FAKE_ZE_MODE=no_gpu"
+  "Level Zero driver 0 has no GPU device \\(zeDeviceGet: ZE_RESULT_SUCCESS, 0 devices\\)")
+
+# The real loader (Debian's libze1) with the real driver (intel-opencl-icd) and no Intel
+# GPU: zeInit fails. Then the same with the driver hidden from the loader, as on a
+# machine without intel-opencl-icd. Skipped where the loader is not installed, or where
+# a GPU is found.
+set(bp_xpu_real_skip "no devices: libze_loader\\.so\\.1 not found|xpu:0 +xpu ")
+set(bp_xpu_real_why "no Level Zero loader (Debian: libze1), or a Level Zero GPU is present: this test is for a machine without one")
+bp_xpu_info_test(xpu_real_loader_no_gpu ""
+  "zeInit\\(ZE_INIT_FLAG_GPU_ONLY\\) failed with ZE_RESULT_ERROR_[A-Z_]+ \\(0x[0-9a-f]+\\)"
+  "${bp_xpu_real_skip}" "${bp_xpu_real_why}")
+bp_xpu_info_test(xpu_real_loader_no_driver "ZE_ENABLE_ALT_DRIVERS=/nonexistent/libze_no_driver.so.1"
+  "zeInit\\(ZE_INIT_FLAG_GPU_ONLY\\) failed with ZE_RESULT_ERROR_[A-Z_]+ \\(0x[0-9a-f]+\\)"
+  "${bp_xpu_real_skip}" "${bp_xpu_real_why}")
+
+# bp-conformance on xpu:0 without a device: a clear error and exit code 2, no crash.
+add_test(NAME xpu_conformance_no_device COMMAND ${CMAKE_COMMAND}
+  -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+  -DARGS=--device\;xpu:0 -DEXIT=2
+  "-DEXPECT=cannot open device 'xpu:0': device 'xpu:0' not found: backend 'xpu' has no devices \\(zeInit"
+  -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/xpu_conformance_no_device
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
+set_tests_properties(xpu_conformance_no_device PROPERTIES
+  ENVIRONMENT "${bp_xpu_env};${bp_fake_ze}" LABELS xpu)
+
+# The fake loader's "gpu" mode: one pretend GPU (xpu/fake_ze_gpu.c; host memory, commands
+# run at once, every module build fails with a fixed build log). It checks the plugin's
+# host side only: the device table and what bp-info shows of it, and the error of a
+# module the driver rejects, which must carry the driver's build log. No kernel runs.
+set(bp_fake_gpu "${bp_fake_ze};FAKE_ZE_MODE=gpu")
+add_test(NAME xpu_fake_gpu_props COMMAND bp-info)
+set_tests_properties(xpu_fake_gpu_props PROPERTIES ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu}"
+  PASS_REGULAR_EXPRESSION "xpu +0\\.1\\.0 +1\\.[0-9]+ +loaded +1 .*xpu:0 +xpu 0\\.1\\.0 +1024/1024 +0\\.\\.0 +Fake Level Zero GPU\n +capabilities: async_streams timed_events pinned_host\n +dtypes: f32 f16 bf16 f64 i8 u8 i32 i64 bool\n +features: pci=0x0bd5 family=pvc fp64 fp16 eus=16 simd=16\n"
+  LABELS xpu)
+add_test(NAME xpu_fake_gpu_build_log COMMAND ${CMAKE_COMMAND}
+  -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+  -DARGS=--device\;xpu:0\;--filter\;ops.add_f32 -DEXIT=1
+  "-DEXPECT=FAIL +ops\\.add_f32:.*BP_ERR_BACKEND: xpu:0: building the 'elemwise' kernels \\(SPIR-V, variant 0\\) failed with ZE_RESULT_ERROR_MODULE_BUILD_FAILURE: fake build log: error: the fake driver compiles nothing"
+  -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/xpu_fake_gpu_build_log
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
+set_tests_properties(xpu_fake_gpu_build_log PROPERTIES
+  ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu}" LABELS xpu)
+# The conformance groups that need no kernel, on the pretend GPU, whose commands stay
+# pending until the host waits and which aborts when an event is reset or destroyed, or
+# memory freed, while a pending command uses it: a check of the plugin's bookkeeping of
+# event and staging lifetimes across streams and host functions, not of a device
+# (docs/backends/xpu.md). Without the two timing tests: the fake's clock counts commands.
+set(bp_xpu_fake_events "events.unrecorded_is_complete,events.synchronize_waits_for_work,events.query_complete_means_done,events.query_sees_cross_stream_wait,events.cross_stream_wait,events.cross_thread_wait,events.rerecord")
+add_test(NAME xpu_fake_gpu_bookkeeping COMMAND ${CMAKE_COMMAND}
+  -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+  "-DARGS=--device\;xpu:0\;--filter\;abi.*,allocator.*,device.*,errors.*,${bp_xpu_fake_events},guards.*,memory.*,streams.*,host_funcs.*"
+  -DEXIT=0 "-DEXPECT=[1-9][0-9]* passed, 0 failed"
+  -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/xpu_fake_gpu_bookkeeping
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
+set_tests_properties(xpu_fake_gpu_bookkeeping PROPERTIES
+  ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu}" LABELS xpu TIMEOUT 300)
