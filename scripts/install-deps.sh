@@ -20,6 +20,9 @@ case "${1:-}" in
     # fails without an Intel GPU (the no-device tests of tests/xpu/xpu.cmake run on it).
     packages+=(libze-dev libze1 intel-opencl-icd)
     arch=""
+    # python3 with venv: scripts/intel-opencl.sh installs Intel's OpenCL CPU runtime from
+    # PyPI into a virtual environment of the project (make test runs it).
+    packages+=(python3 python3-venv)
     ;;
   --arm)
     # No OpenCL loader or PoCL of arm64: the cross build's OpenCL tests that need a device

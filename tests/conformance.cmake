@@ -58,9 +58,9 @@ set_property(TEST conformance_hpu APPEND PROPERTY ENVIRONMENT "BP_HPU_MEMORY_MB=
 # device has. Its kernels are built into a cache inside the build tree (XDG_CACHE_HOME
 # also moves PoCL's own cache there), so the first run compiles them all.
 if(TARGET bp_opencl)
-  # The environment of the tests below: PoCL's cache in the build tree, no
-  # OpenCL variable from the caller's environment, PoCL's leaks suppressed.
-  set(bp_ocl_env "${bp_conf_env};XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache"
+  # The environment of the tests below: PoCL alone (bp_pocl_env) with its cache in the
+  # build tree, no OpenCL variable from the caller's environment, PoCL's leaks suppressed.
+  set(bp_ocl_env "${bp_conf_env};${bp_pocl_env};XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache"
     "BP_OPENCL_CACHE=;BP_OPENCL_CACHE_DIR=;BP_OPENCL_LIBRARY=;BP_OPENCL_BUILD_OPTIONS="
     "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/backends/opencl/lsan-pocl.supp")
   # An ICD loader that cannot be opened (BP_OPENCL_LIBRARY): 0 devices, the reason names
@@ -83,7 +83,7 @@ if(TARGET bp_opencl)
       ARGS --device opencl:0 --junit JUNIT)
     # In sanitizer builds, PoCL's own leaks (compiling kernels) are suppressed.
     set_property(TEST conformance_opencl APPEND PROPERTY ENVIRONMENT
-      "XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache;BP_OPENCL_CACHE=;BP_OPENCL_CACHE_DIR="
+      "${bp_pocl_env};XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache;BP_OPENCL_CACHE=;BP_OPENCL_CACHE_DIR="
       "BP_OPENCL_LIBRARY=;BP_OPENCL_BUILD_OPTIONS="
       "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/backends/opencl/lsan-pocl.supp")
     # No OpenCL platform (OCL_ICD_VENDORS names an empty directory): the plugin still

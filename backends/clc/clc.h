@@ -104,6 +104,12 @@ extern const size_t clc_native_module_count;
 const clc_native_module *clc_native_find(clc_program_id program, int variant, bool device_fp64,
                                          const char *family);
 
+/* How well a module built for (program, variant, fp64) serves a request for
+ * (want, want_variant) on a device with or without fp64: 0 not at all, 1 the plain
+ * build, 2 the fp64 build on a device with fp64 (clc_modules.c). */
+int clc_module_fit(clc_program_id program, int variant, bool fp64, clc_program_id want,
+                   int want_variant, bool device_fp64);
+
 /* ---- what a backend provides ---- */
 
 /* One kernel argument: `size` bytes at `value`, or local memory of `size` bytes when

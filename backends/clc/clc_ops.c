@@ -143,8 +143,8 @@ static bp_status fill_buffer(void *s, clc_device *dev, const clc_targ *t, size_t
     return dev->ops->fill(s, t->mem, (size_t)t->d.off * esize, &pat, esize, (size_t)n * esize);
 }
 /* out = in (one dtype), in broadcast to out's shape. */
-static bp_status move(void *s, clc_device *dev, const bp_tensor_desc *out, const bp_tensor_desc *in,
-                      const char *what) {
+static bp_status move(void *s, clc_device *dev, const bp_tensor_desc *out,
+                      const bp_tensor_desc *in, const char *what) {
     int64_t n = numel(out);
     if (n == 0)
         return BP_OK;
@@ -342,7 +342,7 @@ typedef struct rows {
 
 /* Rows of `in` along `dim` (bp_plan_rows); out has in's dims when `out_has_dim`, else
  * in's dims without `dim`. */
-static bp_status plan_rows(void *s, clc_device *dev, const bp_tensor_desc *in, const bp_tensor_desc *out,
+static bp_status plan_rows(clc_device *dev, const bp_tensor_desc *in, const bp_tensor_desc *out,
                            int dim, bool out_has_dim, const char *what, rows *r) {
     bp_status st = tensor_arg(dev, out, NULL, &r->t[0], what);
     if (st == BP_OK)
@@ -376,7 +376,7 @@ static bp_status op_reduce(const bp_kernel_call *call) {
     const bp_reduce_attrs *a = call->attrs;
     int dim = a && in->ndim ? a->dim : 0;
     rows r;
-    bp_status st = plan_rows(s, dev, in, out, dim, out->ndim == in->ndim, call->op_name, &r);
+    bp_status st = plan_rows(dev, in, out, dim, out->ndim == in->ndim, call->op_name, &r);
     if (st != BP_OK)
         return st;
     void *k;
@@ -396,7 +396,7 @@ static bp_status op_softmax(const bp_kernel_call *call) {
         return BP_OK;
     const bp_softmax_attrs *a = call->attrs;
     rows r;
-    bp_status st = plan_rows(s, dev, in, out, in->ndim - 1, true, "softmax", &r);
+    bp_status st = plan_rows(dev, in, out, in->ndim - 1, true, "softmax", &r);
     if (st != BP_OK)
         return st;
     void *k;
@@ -418,7 +418,7 @@ typedef struct vec_arg {
     int32_t present;
 } vec_arg;
 
-static bp_status vector_arg(void *s, clc_device *dev, const bp_kernel_call *call, int index, void *empty,
+static bp_status vector_arg(clc_device *dev, const bp_kernel_call *call, int index, void *empty,
                             vec_arg *v) {
     memset(v, 0, sizeof *v);
     v->mem = empty;
@@ -445,17 +445,17 @@ static bp_status op_norm(const bp_kernel_call *call) {
     const bp_norm_attrs *a = call->attrs;
     float eps = a ? a->eps : 0.0f;
     rows r;
-    bp_status st = plan_rows(s, dev, in, out, in->ndim - 1, true, call->op_name, &r);
+    bp_status st = plan_rows(dev, in, out, in->ndim - 1, true, call->op_name, &r);
     vec_arg w, b;
     if (st == BP_OK)
-        st = vector_arg(s, dev, call, 1, r.t[0].mem, &w);
+        st = vector_arg(dev, call, 1, r.t[0].mem, &w);
     if (st == BP_OK)
-        st = vector_arg(s, dev, call, 2, r.t[0].mem, &b);
+        st = vector_arg(dev, call, 2, r.t[0].mem, &b);
     if (st != BP_OK)
         return st;
     void *k;
-    if ((st = get_kernel(dev, CLC_PROG_NORM, call->dtype, layer ? "k_layernorm" : "k_rmsnorm", &k)) !=
-        BP_OK)
+    const char *name = layer ? "k_layernorm" : "k_rmsnorm";
+    if ((st = get_kernel(dev, CLC_PROG_NORM, call->dtype, name, &k)) != BP_OK)
         return st;
     if (!layer) {
         clc_karg args[] = {KARG(r.t[0].mem), KARG(r.t[0].d), KARG(r.t[1].mem), KARG(r.t[1].d),
@@ -478,7 +478,7 @@ static bp_status op_rope(const bp_kernel_call *call) {
         return BP_OK;
     const bp_rope_attrs *a = call->attrs;
     rows r;
-    bp_status st = plan_rows(s, dev, in, out, in->ndim - 1, true, "rope", &r);
+    bp_status st = plan_rows(dev, in, out, in->ndim - 1, true, "rope", &r);
     if (st != BP_OK)
         return st;
     int64_t n = r.count * (r.len / 2);
@@ -595,7 +595,7 @@ static bp_status op_sdpa(const bp_kernel_call *call) {
         st = tensor_arg(dev, v, t[0].mem, &t[3], "sdpa");
     vec_arg alibi = {.mem = t[0].mem};
     if (st == BP_OK && (!a || a->has_alibi))
-        st = vector_arg(s, dev, call, 3, t[0].mem, &alibi);
+        st = vector_arg(dev, call, 3, t[0].mem, &alibi);
     if (st != BP_OK)
         return st;
     void *k;
@@ -613,7 +613,8 @@ static bp_status op_sdpa(const bp_kernel_call *call) {
         KLOCAL(CLC_SDPA_SBK * wg * fl)};
     int64_t bh = q->shape[0] * H;
     if (many)
-        return launch_rows(s, dev, k, "sdpa", 26, args, bh * ((Sq + (int64_t)wg - 1) / (int64_t)wg));
+        return launch_rows(s, dev, k, "sdpa", 26, args,
+                           bh * ((Sq + (int64_t)wg - 1) / (int64_t)wg));
     args[21] = KLOCAL(D * fl);
     args[22] = KLOCAL(D * fl);
     return launch_rows(s, dev, k, "sdpa", 23, args, bh * Sq);

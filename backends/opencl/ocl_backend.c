@@ -81,6 +81,22 @@ static void describe_device(const ocl_api *api, cl_platform_id platform, cl_devi
     }
 }
 
+/* BP_OPENCL_FP64=0 makes every device one without cl_khr_fp64 (no f64 dtype, kernels
+ * built without double), as GPUs without fp64 are: their kernel variants then run on
+ * any device. Unset, empty or 1: as the device reports. Anything else: false, with the
+ * reason in be->reason (then no device). */
+static bool read_fp64_switch(ocl_backend *be) {
+    const char *v = secure_getenv("BP_OPENCL_FP64");
+    be->hide_fp64 = v && strcmp(v, "0") == 0;
+    if (!v || !v[0] || strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
+        return true;
+    snprintf(be->reason, sizeof be->reason,
+             "BP_OPENCL_FP64='%.64s' is not 0 (devices as without cl_khr_fp64) or 1 (as they "
+             "report)",
+             v);
+    return false;
+}
+
 /* Fills be->devices from every platform, in platform then device order. */
 static void discover(ocl_backend *be) {
     const ocl_api *api = &be->api;
@@ -123,6 +139,7 @@ static void discover(ocl_backend *be) {
                 ocl_device *dev = &be->devices[be->ndevices];
                 memset(dev, 0, sizeof *dev);
                 describe_device(api, plats[p], ids[d], &dev->info);
+                dev->info.fp64 = dev->info.fp64 && !be->hide_fp64;
                 be->ndevices++;
             }
         }
@@ -270,7 +287,8 @@ static bp_status ocl_init(const bp_host_services *host, void **out_backend) {
     if (!be)
         return host->set_error(BP_ERR_OUT_OF_MEMORY, "opencl: out of host memory for the backend");
     be->host = host;
-    if (ocl_program_mode_read(be) && ocl_api_load(&be->api, be->reason, sizeof be->reason) == 0) {
+    if (ocl_program_mode_read(be) && read_fp64_switch(be) &&
+        ocl_api_load(&be->api, be->reason, sizeof be->reason) == 0) {
         be->api_loaded = true;
         ocl_altstack alt;
         ocl_altstack_save(&alt);
@@ -306,7 +324,9 @@ static bp_status ocl_init(const bp_host_services *host, void **out_backend) {
                   be->devices[i].info.description, be->devices[i].info.version,
                   be->devices[i].info.driver,
                   (unsigned long long)(be->devices[i].info.global_mem >> 20),
-                  be->devices[i].info.fp64 ? ", fp64" : "",
+                  be->devices[i].info.fp64 ? ", fp64"
+                  : be->hide_fp64         ? ", no fp64 (BP_OPENCL_FP64=0)"
+                                          : "",
                   be->devices[i].info.fp16 ? ", fp16" : "");
     if (be->ndevices == 0)
         host->log(BP_LOG_DEBUG, OCL_NAME, "opencl: no devices: %s", be->reason);

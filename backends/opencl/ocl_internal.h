@@ -106,6 +106,7 @@ struct ocl_backend {
     ocl_api api;
     bool api_loaded;
     bool spirv;                /* BP_OPENCL_PROGRAM=spirv: programs from SPIR-V */
+    bool hide_fp64;            /* BP_OPENCL_FP64=0: every device as one without fp64 */
     int ndevices;
     ocl_device *devices;
     char reason[512];          /* why there are no devices */

@@ -33,13 +33,15 @@ static bool build_options(const ocl_device *dev, const clc_program_def *def, int
                           size_t size) {
     const char *extra = secure_getenv("BP_OPENCL_BUILD_OPTIONS");
     bool has_extra = extra && extra[strspn(extra, " \t")];
-    int n = dev->backend->spirv
-                ? snprintf(buf, size, "%s", has_extra ? extra : "")
-                : snprintf(buf, size,
-                           "-cl-std=CL1.2 -DBP_FP64=%d -DRWG=%zu -DTS=%d -DWPT=%d -DSBK=%d -D%s=%d%s%s",
-                           dev->info.fp64 ? 1 : 0, dev->clc.rwg, dev->clc.ts, CLC_MATMUL_WPT,
-                           CLC_SDPA_SBK, def->by_size ? "BP_ESIZE" : "BP_DT", variant,
-                           has_extra ? " " : "", has_extra ? extra : "");
+    if (dev->backend->spirv) {
+        int n = snprintf(buf, size, "%s", has_extra ? extra : "");
+        return n >= 0 && (size_t)n < size;
+    }
+    int n = snprintf(buf, size,
+                     "-cl-std=CL1.2 -DBP_FP64=%d -DRWG=%zu -DTS=%d -DWPT=%d -DSBK=%d -D%s=%d%s%s",
+                     dev->info.fp64 ? 1 : 0, dev->clc.rwg, dev->clc.ts, CLC_MATMUL_WPT,
+                     CLC_SDPA_SBK, def->by_size ? "BP_ESIZE" : "BP_DT", variant,
+                     has_extra ? " " : "", has_extra ? extra : "");
     return n >= 0 && (size_t)n < size;
 }
 

@@ -106,9 +106,10 @@ bp_status ocl_spirv_module(ocl_device *dev, clc_program_id id, int variant,
     const bp_host_services *host = dev->backend->host;
     const clc_program_def *def = &clc_programs[id];
     if (!dev->create_il)
-        return host->set_error(BP_ERR_UNSUPPORTED,
-                               "opencl:%d: the '%s' kernels from SPIR-V (BP_OPENCL_PROGRAM=spirv): %s",
-                               dev->index, def->name, dev->spirv_unusable);
+        return host->set_error(
+            BP_ERR_UNSUPPORTED,
+            "opencl:%d: the '%s' kernels from SPIR-V (BP_OPENCL_PROGRAM=spirv): %s", dev->index,
+            def->name, dev->spirv_unusable);
     *out = clc_spirv_find(id, variant, dev->info.fp64);
     if (!*out)
         return host->set_error(

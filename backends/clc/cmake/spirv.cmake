@@ -158,5 +158,6 @@ add_custom_command(
           -P ${CMAKE_CURRENT_SOURCE_DIR}/cmake/embed_spirv.cmake
   DEPENDS ${bp_clc_spirv_files} ${bp_clc_spirv_manifest}
           ${CMAKE_CURRENT_SOURCE_DIR}/cmake/embed_spirv.cmake
+          ${CMAKE_CURRENT_SOURCE_DIR}/cmake/c_bytes.cmake
   COMMENT "Embedding the SPIR-V modules"
   VERBATIM)

@@ -1,4 +1,4 @@
-/* opencl kernel of copy between dtypes, built per destination dtype (BP_DT); the
+/* clc kernel of copy between dtypes, built per destination dtype (BP_DT); the
  * source dtype is an argument.
  *
  * As the cpu kernels: float sources widen exactly (to double with cl_khr_fp64, else

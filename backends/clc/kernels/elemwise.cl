@@ -1,4 +1,4 @@
-/* opencl kernels of the elementwise ops, built per dtype (BP_DT): floats compute in
+/* clc kernels of the elementwise ops, built per dtype (BP_DT): floats compute in
  * f32 and round once when stored; integers wrap like unsigned arithmetic. The op is an
  * argument (the same in every work-item). */
 #define OP_ADD 0

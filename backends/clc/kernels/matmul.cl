@@ -1,4 +1,4 @@
-/* opencl kernel of matmul, built per dtype (BP_DT): c[..., M, N] = a[..., M, K] @
+/* clc kernel of matmul, built per dtype (BP_DT): c[..., M, N] = a[..., M, K] @
  * b[..., K, N] in f32, for any strides (the host has applied the transposes to a's
  * and b's strides) and broadcast batch dims (stride 0).
  *

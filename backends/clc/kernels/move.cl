@@ -1,4 +1,4 @@
-/* opencl kernels that only move elements, built per element size (BP_ESIZE): fill,
+/* clc kernels that only move elements, built per element size (BP_ESIZE): fill,
  * strided/broadcast copies between tensors of one dtype (copy, cat) and where.
  * Moving bits keeps NaN payloads, as the cpu kernels do. */
 #if BP_ESIZE == 1

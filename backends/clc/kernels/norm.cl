@@ -1,4 +1,4 @@
-/* opencl kernels of rmsnorm, layernorm and rope, built per dtype (BP_DT), all in f32.
+/* clc kernels of rmsnorm, layernorm and rope, built per dtype (BP_DT), all in f32.
  * Rows are the last dim: the host passes the tensors with the last dim taken out and
  * the row's length and strides. The norms take one work-group of RWG work-items per
  * row (reductions as in reduce.cl); rope one work-item per rotated pair. */

@@ -1,6 +1,6 @@
-/* opencl kernels: what every program starts with.
+/* clc kernels: what every program starts with.
  *
- * Build options (ocl_program.c): BP_DT is the program's dtype (bp_dtype's values),
+ * Build options (clc.h: source builds and SPIR-V modules): BP_DT is the program's dtype (bp_dtype's values),
  * BP_ESIZE an element size in bytes for the dtype-blind programs, BP_FP64 1 when the
  * device has cl_khr_fp64.
  *

@@ -1,4 +1,4 @@
-/* opencl kernels of sum, max, mean (over one dim) and softmax (over the last), built
+/* clc kernels of sum, max, mean (over one dim) and softmax (over the last), built
  * per dtype (BP_DT).
  *
  * One work-group of RWG work-items per row: the host passes the rows as tensors with

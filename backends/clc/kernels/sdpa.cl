@@ -1,4 +1,4 @@
-/* opencl kernel of sdpa (fused attention), built per dtype (BP_DT), math in f32.
+/* clc kernel of sdpa (fused attention), built per dtype (BP_DT), math in f32.
  *
  * One work-group of RWG work-items per query row (b, h, i), with an online softmax
  * over blocks of RWG keys: work-item l scores key j0 + l against the row's scaled
@@ -79,7 +79,7 @@ void k_sdpa(__global T *o, tdesc od, __global const T *q, tdesc qd, __global con
  * runs its own row's online softmax over the block (no work-group reductions), with
  * its scaled query, its accumulator and its block of scores in local memory laid out
  * [dim][row], so neighbouring work-items touch neighbouring words. Used when there
- * are enough rows and the device has the local memory for them (ocl_ops.c). SBK is
+ * are enough rows and the device has the local memory for them (clc_ops.c). SBK is
  * a build option. */
 
 __kernel __attribute__((reqd_work_group_size(RWG, 1, 1)))
