@@ -32,6 +32,7 @@ void fake_ze_die(const char *fn) __attribute__((noreturn));
     } while (0)
 
 #define FAKE_BUILD_LOG "fake build log: error: the fake driver compiles nothing"
+#define FAKE_NATIVE_LOG "fake build log: the fake driver loads no native binary"
 
 static int fake_context;
 int fake_ze_device; /* the one device's handle is its address (fake_ze_loader.c) */
@@ -542,7 +543,7 @@ FAKE_EXPORT ze_result_t zeContextDestroy(ze_context_handle_t ctx) {
     return ZE_RESULT_SUCCESS;
 }
 
-/* ---- modules: every build fails ---- */
+/* ---- modules: every build fails (a native binary as one for another device) ---- */
 
 FAKE_EXPORT ze_result_t zeModuleCreate(ze_context_handle_t ctx, ze_device_handle_t dev,
                                        const ze_module_desc_t *desc, ze_module_handle_t *out,
@@ -550,10 +551,17 @@ FAKE_EXPORT ze_result_t zeModuleCreate(ze_context_handle_t ctx, ze_device_handle
     GPU_ONLY("zeModuleCreate");
     (void)ctx;
     (void)dev;
+    *out = NULL;
+    if (desc->format == ZE_MODULE_FORMAT_NATIVE) {
+        if (!desc->pInputModule || desc->inputSize == 0)
+            fail("zeModuleCreate: an empty native binary");
+        if (log)
+            *log = (ze_module_build_log_handle_t)FAKE_NATIVE_LOG;
+        return ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
+    }
     if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV || desc->inputSize < 20 ||
         memcmp(desc->pInputModule, "\x03\x02\x23\x07", 4) != 0)
-        fake_ze_die("zeModuleCreate (not a SPIR-V module)");
-    *out = NULL;
+        fail("zeModuleCreate: not a SPIR-V module");
     if (log)
         *log = (ze_module_build_log_handle_t)FAKE_BUILD_LOG;
     return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;

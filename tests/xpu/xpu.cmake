@@ -93,14 +93,44 @@ add_test(NAME xpu_fake_gpu_props COMMAND bp-info)
 set_tests_properties(xpu_fake_gpu_props PROPERTIES ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu}"
   PASS_REGULAR_EXPRESSION "xpu +0\\.1\\.0 +1\\.[0-9]+ +loaded +1 .*xpu:0 +xpu 0\\.1\\.0 +1024/1024 +0\\.\\.0 +Fake Level Zero GPU\n +capabilities: async_streams timed_events pinned_host\n +dtypes: f32 f16 bf16 f64 i8 u8 i32 i64 bool\n +features: pci=0x0bd5 family=pvc fp64 fp16 eus=16 simd=16\n"
   LABELS xpu)
-add_test(NAME xpu_fake_gpu_build_log COMMAND ${CMAKE_COMMAND}
-  -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
-  -DARGS=--device\;xpu:0\;--filter\;ops.add_f32 -DEXIT=1
-  "-DEXPECT=FAIL +ops\\.add_f32:.*BP_ERR_BACKEND: xpu:0: building the 'elemwise' kernels \\(SPIR-V, variant 0\\) failed with ZE_RESULT_ERROR_MODULE_BUILD_FAILURE: fake build log: error: the fake driver compiles nothing"
-  -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/xpu_fake_gpu_build_log
-  -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
-set_tests_properties(xpu_fake_gpu_build_log PROPERTIES
-  ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu}" LABELS xpu)
+# What this build embeds (backends/clc/cmake/spirv.cmake and native.cmake): the tests of
+# module builds need the SPIR-V modules, the fallback test a pvc binary.
+set(bp_xpu_no_spirv "")
+if(NOT BP_CLC_SPIRV OR NOT BP_CLC_CLANG OR NOT BP_CLC_LLVM_SPIRV OR NOT BP_CLC_SPIRV_VAL)
+  set(bp_xpu_no_spirv "this build embeds no SPIR-V modules (backends/clc/cmake/spirv.cmake)")
+endif()
+set(bp_xpu_no_pvc "${bp_xpu_no_spirv}")
+if(NOT bp_xpu_no_pvc AND (NOT BP_CLC_NATIVE OR NOT BP_CLC_OCLOC OR NOT "pvc" IN_LIST BP_CLC_NATIVE_FAMILIES))
+  set(bp_xpu_no_pvc "this build embeds no pvc binaries (backends/clc/cmake/native.cmake: ocloc, BP_CLC_NATIVE_FAMILIES)")
+endif()
+if(bp_xpu_no_spirv)
+  bp_skipped_test(xpu_fake_gpu_build_log "${bp_xpu_no_spirv}")
+else()
+  add_test(NAME xpu_fake_gpu_build_log COMMAND ${CMAKE_COMMAND}
+    -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+    -DARGS=--device\;xpu:0\;--filter\;ops.add_f32 -DEXIT=1
+    "-DEXPECT=FAIL +ops\\.add_f32:.*BP_ERR_BACKEND: xpu:0: building the 'elemwise' kernels \\(SPIR-V, variant 0\\) failed with ZE_RESULT_ERROR_MODULE_BUILD_FAILURE: fake build log: error: the fake driver compiles nothing"
+    -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/xpu_fake_gpu_build_log
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
+  set_tests_properties(xpu_fake_gpu_build_log PROPERTIES
+    ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu}" LABELS xpu)
+endif()
+
+# A pvc binary (the pretend GPU's family, from its PCI id) that the driver refuses: a
+# warning with the driver's log, then the SPIR-V is built (and fails here).
+if(bp_xpu_no_pvc)
+  bp_skipped_test(xpu_fake_gpu_native_fallback "${bp_xpu_no_pvc}")
+else()
+  add_test(NAME xpu_fake_gpu_native_fallback COMMAND ${CMAKE_COMMAND}
+    -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+    -DARGS=--device\;xpu:0\;--filter\;ops.add_f32 -DEXIT=1
+    "-DEXPECT=xpu:0: the pvc binary of the 'elemwise' kernels \\(variant 0\\) does not load \\(ZE_RESULT_ERROR_INVALID_NATIVE_BINARY: fake build log: the fake driver loads no native binary\\): building the SPIR-V instead"
+    -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/xpu_fake_gpu_native_fallback
+    -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
+  set_tests_properties(xpu_fake_gpu_native_fallback PROPERTIES
+    ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu};BP_LOG=warn" LABELS xpu)
+endif()
+
 # The conformance groups that need no kernel, on the pretend GPU, whose commands stay
 # pending until the host waits and which aborts when an event is reset or destroyed, or
 # memory freed, while a pending command uses it: a check of the plugin's bookkeeping of
