@@ -109,6 +109,8 @@ struct xpu_device {
     xpu_stream *streams;        /* every live stream, for device synchronize */
     pthread_mutex_t modules_lock;
     xpu_module *modules;        /* built modules (xpu_module.c) */
+    bool native_refused;        /* the driver refused a native binary: SPIR-V from then on
+                                 * (under modules_lock) */
 };
 
 /* A command of a stream that the device may not have finished: its completion event,

@@ -5,7 +5,8 @@
  * ZE_MODULE_FORMAT_IL_SPIRV; the driver compiles it for the device. When an
  * ahead-of-time binary exists for the device's family (clc_native_find), it is tried
  * first as ZE_MODULE_FORMAT_NATIVE; one the driver refuses (another stepping, another
- * driver) is logged and the SPIR-V is built instead. A build failure's message carries
+ * driver) is logged and the SPIR-V is built instead, then for every later module of the
+ * device too. A build failure's message carries
  * the driver's build log. Modules are built under the device's modules_lock, so a
  * second caller waits for the first build. */
 #include "xpu_internal.h"
@@ -63,10 +64,11 @@ static ze_result_t create_module(xpu_device *dev, ze_module_format_t format,
     return r;
 }
 
-/* The native binary for the device's family, when there is one and the driver takes it. */
+/* The native binary for the device's family, when there is one and the driver takes it.
+ * After one refusal the device's other modules go straight to SPIR-V (one warning). */
 static ze_module_handle_t try_native(xpu_device *dev, const clc_program_def *def,
                                      clc_program_id id, int variant) {
-    if (!dev->info.family)
+    if (!dev->info.family || dev->native_refused)
         return NULL;
     const clc_native_module *nat = clc_native_find(id, variant, dev->info.fp64, dev->info.family);
     if (!nat)
@@ -74,12 +76,15 @@ static ze_module_handle_t try_native(xpu_device *dev, const clc_program_def *def
     ze_module_handle_t mod = NULL;
     char *log = NULL;
     ze_result_t r = create_module(dev, ZE_MODULE_FORMAT_NATIVE, nat->binary, nat->size, &mod, &log);
-    if (r != ZE_RESULT_SUCCESS)
+    if (r != ZE_RESULT_SUCCESS) {
+        dev->native_refused = true;
         dev->backend->host->log(BP_LOG_WARN, XPU_NAME,
                                 "xpu:%d: the %s binary of the '%s' kernels (variant %d) does not "
-                                "load (%s%s%s): building the SPIR-V instead",
+                                "load (%s%s%s): building the SPIR-V instead, for every module "
+                                "of this device",
                                 dev->index, nat->family, def->name, variant, xpu_result_name(r),
                                 log && log[0] ? ": " : "", log ? log : "");
+    }
     free(log);
     return r == ZE_RESULT_SUCCESS ? mod : NULL;
 }

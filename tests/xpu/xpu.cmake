@@ -124,7 +124,7 @@ else()
   add_test(NAME xpu_fake_gpu_native_fallback COMMAND ${CMAKE_COMMAND}
     -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
     -DARGS=--device\;xpu:0\;--filter\;ops.add_f32 -DEXIT=1
-    "-DEXPECT=xpu:0: the pvc binary of the 'elemwise' kernels \\(variant 0\\) does not load \\(ZE_RESULT_ERROR_INVALID_NATIVE_BINARY: fake build log: the fake driver loads no native binary\\): building the SPIR-V instead"
+    "-DEXPECT=xpu:0: the pvc binary of the 'elemwise' kernels \\(variant 0\\) does not load \\(ZE_RESULT_ERROR_INVALID_NATIVE_BINARY: fake build log: the fake driver loads no native binary\\): building the SPIR-V instead, for every module of this device"
     -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/xpu_fake_gpu_native_fallback
     -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
   set_tests_properties(xpu_fake_gpu_native_fallback PROPERTIES
