@@ -35,7 +35,22 @@ void fake_ze_die(const char *fn) __attribute__((noreturn));
 #define FAKE_NATIVE_LOG "fake build log: the fake driver loads no native binary"
 
 static int fake_context;
-int fake_ze_device; /* the one device's handle is its address (fake_ze_loader.c) */
+/* The pretend devices: FAKE_ZE_GPUS of them (1, or 2 for the multi-device paths); a
+ * device's handle is the address of its entry. */
+#define FAKE_MAX_GPUS 2
+int fake_ze_devices[FAKE_MAX_GPUS];
+
+int fake_ze_gpu_count(void) {
+    const char *n = getenv("FAKE_ZE_GPUS");
+    return n && strcmp(n, "2") == 0 ? 2 : 1;
+}
+
+static int is_device(ze_device_handle_t dev) {
+    for (int i = 0; i < fake_ze_gpu_count(); i++)
+        if ((void *)dev == &fake_ze_devices[i])
+            return 1;
+    return 0;
+}
 
 /* ---- events ---- */
 
@@ -292,7 +307,7 @@ FAKE_EXPORT ze_result_t zeCommandListCreateImmediate(ze_context_handle_t ctx,
                                                      const ze_command_queue_desc_t *desc,
                                                      ze_command_list_handle_t *out) {
     GPU_ONLY("zeCommandListCreateImmediate");
-    if ((void *)ctx != &fake_context || (void *)dev != &fake_ze_device || desc->ordinal != 1)
+    if ((void *)ctx != &fake_context || !is_device(dev) || desc->ordinal != 1)
         fail("zeCommandListCreateImmediate: not the compute group of the device");
     ze_command_list_handle_t l = calloc(1, sizeof *l);
     pthread_mutex_lock(&lock);
@@ -371,12 +386,13 @@ typedef struct allocation {
     void *ptr;
     size_t size;
     ze_memory_type_t type;
+    ze_device_handle_t device; /* of a device allocation */
     struct allocation *next;
 } allocation;
 static allocation *allocations;
 
 static ze_result_t alloc(ze_context_handle_t ctx, size_t size, size_t align,
-                         ze_memory_type_t type, void **out) {
+                         ze_memory_type_t type, ze_device_handle_t dev, void **out) {
     if ((void *)ctx != &fake_context)
         fake_ze_die("zeMemAlloc* (another context)");
     allocation *a = malloc(sizeof *a);
@@ -386,6 +402,7 @@ static ze_result_t alloc(ze_context_handle_t ctx, size_t size, size_t align,
     }
     a->type = type;
     a->size = size;
+    a->device = dev;
     pthread_mutex_lock(&lock);
     a->next = allocations;
     allocations = a;
@@ -399,9 +416,9 @@ FAKE_EXPORT ze_result_t zeMemAllocDevice(ze_context_handle_t ctx,
                                          size_t align, ze_device_handle_t dev, void **out) {
     GPU_ONLY("zeMemAllocDevice");
     (void)desc;
-    if ((void *)dev != &fake_ze_device)
-        fake_ze_die("zeMemAllocDevice (another device)");
-    return alloc(ctx, size, align, ZE_MEMORY_TYPE_DEVICE, out);
+    if (!is_device(dev))
+        fake_ze_die("zeMemAllocDevice (not a device)");
+    return alloc(ctx, size, align, ZE_MEMORY_TYPE_DEVICE, dev, out);
 }
 
 FAKE_EXPORT ze_result_t zeMemAllocHost(ze_context_handle_t ctx,
@@ -409,7 +426,7 @@ FAKE_EXPORT ze_result_t zeMemAllocHost(ze_context_handle_t ctx,
                                        size_t align, void **out) {
     GPU_ONLY("zeMemAllocHost");
     (void)desc;
-    return alloc(ctx, size, align, ZE_MEMORY_TYPE_HOST, out);
+    return alloc(ctx, size, align, ZE_MEMORY_TYPE_HOST, NULL, out);
 }
 
 static int inside(const void *p, const allocation *a) {
@@ -445,13 +462,16 @@ FAKE_EXPORT ze_result_t zeMemGetAllocProperties(ze_context_handle_t ctx, const v
     GPU_ONLY("zeMemGetAllocProperties");
     (void)ctx;
     props->type = ZE_MEMORY_TYPE_UNKNOWN;
+    ze_device_handle_t owner = NULL;
     pthread_mutex_lock(&lock);
     for (allocation *a = allocations; a; a = a->next)
-        if (a->ptr == ptr)
+        if (a->ptr == ptr) {
             props->type = a->type;
+            owner = a->device;
+        }
     pthread_mutex_unlock(&lock);
     if (dev)
-        *dev = props->type == ZE_MEMORY_TYPE_DEVICE ? (ze_device_handle_t)&fake_ze_device : NULL;
+        *dev = owner;
     return ZE_RESULT_SUCCESS;
 }
 
@@ -468,7 +488,7 @@ FAKE_EXPORT ze_result_t zeDeviceGetSubDevices(ze_device_handle_t dev, uint32_t *
 
 FAKE_EXPORT ze_result_t zeDeviceGetProperties(ze_device_handle_t dev, ze_device_properties_t *p) {
     GPU_ONLY("zeDeviceGetProperties");
-    if ((void *)dev != &fake_ze_device || p->stype != ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2)
+    if (!is_device(dev) || p->stype != ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2)
         fake_ze_die("zeDeviceGetProperties (another device, or not the 1.2 structure)");
     p->type = ZE_DEVICE_TYPE_GPU;
     p->vendorId = 0x8086;
@@ -523,6 +543,15 @@ FAKE_EXPORT ze_result_t zeDeviceGetCommandQueueGroupProperties(
                      ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
     }
     *count = 2;
+    return ZE_RESULT_SUCCESS;
+}
+
+FAKE_EXPORT ze_result_t zeDeviceCanAccessPeer(ze_device_handle_t dev, ze_device_handle_t peer,
+                                              ze_bool_t *value) {
+    GPU_ONLY("zeDeviceCanAccessPeer");
+    if (!is_device(dev) || !is_device(peer) || dev == peer)
+        fail("zeDeviceCanAccessPeer: not two devices");
+    *value = 1;
     return ZE_RESULT_SUCCESS;
 }
 

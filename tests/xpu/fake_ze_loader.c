@@ -11,8 +11,9 @@
  *                  "no_driver": zeInit succeeds, zeDriverGet finds no driver
  *                  "old_api":   one driver, of Level Zero API 1.1
  *                  "no_gpu":    one driver, of API 1.4, with no device
- *                  "gpu":       one driver with one pretend GPU (fake_ze_gpu.c, whose
- *                               functions replace this file's weak stubs)
+ *                  "gpu":       one driver with pretend GPUs (fake_ze_gpu.c, whose
+ *                               functions replace this file's weak stubs; FAKE_ZE_GPUS=2
+ *                               for two)
  *
  * Built a second time with -D<function>=<another name>, it lacks that function. The
  * Level Zero header is not included: the stubs' types are not the API's. */
@@ -47,7 +48,9 @@ void fake_ze_die(const char *fn) {
 }
 
 static int fake_driver; /* the one driver's handle is its address */
-extern int fake_ze_device; /* fake_ze_gpu.c */
+/* fake_ze_gpu.c */
+extern int fake_ze_devices[];
+int fake_ze_gpu_count(void);
 
 FAKE_EXPORT int zeInit(uint32_t flags) {
     (void)flags;
@@ -77,9 +80,10 @@ FAKE_EXPORT int zeDriverGetApiVersion(void *driver, uint32_t *version) {
 FAKE_EXPORT int zeDeviceGet(void *driver, uint32_t *count, void **devices) {
     if (driver != &fake_driver || (strcmp(mode(), "no_gpu") != 0 && !fake_ze_gpu_mode()))
         fake_ze_die("zeDeviceGet");
-    if (fake_ze_gpu_mode() && devices && *count >= 1)
-        devices[0] = &fake_ze_device;
-    *count = fake_ze_gpu_mode() ? 1 : 0;
+    uint32_t n = fake_ze_gpu_mode() ? (uint32_t)fake_ze_gpu_count() : 0;
+    for (uint32_t i = 0; devices && i < n && i < *count; i++)
+        devices[i] = &fake_ze_devices[i];
+    *count = n;
     return FAKE_ZE_SUCCESS;
 }
 

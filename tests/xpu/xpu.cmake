@@ -9,7 +9,7 @@ if(NOT TARGET bp_xpu)
   return()
 endif()
 # Only the xpu plugin is loaded: the tests do not depend on the other plugins' drivers.
-set(bp_xpu_env "BP_PLUGIN_PATH=;BP_PLUGINS=xpu;BP_AUTOLOAD=;BP_DEVICE=;BP_XPU_LIBRARY=;BP_MEMORY_LIMIT_MB=0;FAKE_ZE_MODE=;ZE_ENABLE_ALT_DRIVERS=")
+set(bp_xpu_env "BP_PLUGIN_PATH=;BP_PLUGINS=xpu;BP_AUTOLOAD=;BP_DEVICE=;BP_XPU_LIBRARY=;BP_MEMORY_LIMIT_MB=0;FAKE_ZE_MODE=;FAKE_ZE_GPUS=;ZE_ENABLE_ALT_DRIVERS=")
 
 # bp_fake_ze_library(<target> [<compile definitions>...]): the fake loader.
 function(bp_fake_ze_library target)
@@ -135,7 +135,9 @@ endif()
 # pending until the host waits and which aborts when an event is reset or destroyed, or
 # memory freed, while a pending command uses it: a check of the plugin's bookkeeping of
 # event and staging lifetimes across streams and host functions, not of a device
-# (docs/backends/xpu.md). Without the two timing tests: the fake's clock counts commands.
+# (docs/backends/xpu.md). Two pretend devices, so that peer copies, waits across devices
+# and per-thread current devices run too. Without the two timing tests: the fake's clock
+# counts commands.
 set(bp_xpu_fake_events "events.unrecorded_is_complete,events.synchronize_waits_for_work,events.query_complete_means_done,events.query_sees_cross_stream_wait,events.cross_stream_wait,events.cross_thread_wait,events.rerecord")
 add_test(NAME xpu_fake_gpu_bookkeeping COMMAND ${CMAKE_COMMAND}
   -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
@@ -144,4 +146,4 @@ add_test(NAME xpu_fake_gpu_bookkeeping COMMAND ${CMAKE_COMMAND}
   -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/xpu_fake_gpu_bookkeeping
   -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
 set_tests_properties(xpu_fake_gpu_bookkeeping PROPERTIES
-  ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu}" LABELS xpu TIMEOUT 300)
+  ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu};FAKE_ZE_GPUS=2" LABELS xpu TIMEOUT 300)
