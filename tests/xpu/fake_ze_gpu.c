@@ -12,6 +12,7 @@
  * destroyed while a pending command uses it; pools and memory left at the end. Events
  * the host signals (zeEventHostSignal, the plugin's host functions) wake host waits. */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -508,7 +509,8 @@ FAKE_EXPORT ze_result_t zeDeviceGetComputeProperties(ze_device_handle_t dev,
                                                      ze_device_compute_properties_t *c) {
     GPU_ONLY("zeDeviceGetComputeProperties");
     (void)dev;
-    c->maxTotalGroupSize = 1024;
+    const char *wg = getenv("FAKE_ZE_MAX_GROUP"); /* a device with smaller work-groups */
+    c->maxTotalGroupSize = wg && wg[0] ? (uint32_t)strtoul(wg, NULL, 10) : 1024;
     c->maxSharedLocalMemory = 65536;
     return ZE_RESULT_SUCCESS;
 }
@@ -517,8 +519,10 @@ FAKE_EXPORT ze_result_t zeDeviceGetModuleProperties(ze_device_handle_t dev,
                                                     ze_device_module_properties_t *m) {
     GPU_ONLY("zeDeviceGetModuleProperties");
     (void)dev;
-    m->flags = ZE_DEVICE_MODULE_FLAG_FP16 | ZE_DEVICE_MODULE_FLAG_FP64;
-    m->fp64flags = ZE_DEVICE_FP_FLAG_FMA;
+    const char *fp64 = getenv("FAKE_ZE_FP64"); /* "0": a device without fp64 */
+    bool has_fp64 = !(fp64 && strcmp(fp64, "0") == 0);
+    m->flags = ZE_DEVICE_MODULE_FLAG_FP16 | (has_fp64 ? ZE_DEVICE_MODULE_FLAG_FP64 : 0);
+    m->fp64flags = has_fp64 ? ZE_DEVICE_FP_FLAG_FMA : 0;
     return ZE_RESULT_SUCCESS;
 }
 

@@ -9,7 +9,7 @@ if(NOT TARGET bp_xpu)
   return()
 endif()
 # Only the xpu plugin is loaded: the tests do not depend on the other plugins' drivers.
-set(bp_xpu_env "BP_PLUGIN_PATH=;BP_PLUGINS=xpu;BP_AUTOLOAD=;BP_DEVICE=;BP_XPU_LIBRARY=;BP_MEMORY_LIMIT_MB=0;FAKE_ZE_MODE=;FAKE_ZE_GPUS=;ZE_ENABLE_ALT_DRIVERS=")
+set(bp_xpu_env "BP_PLUGIN_PATH=;BP_PLUGINS=xpu;BP_AUTOLOAD=;BP_DEVICE=;BP_XPU_LIBRARY=;BP_MEMORY_LIMIT_MB=0;FAKE_ZE_MODE=;FAKE_ZE_GPUS=;FAKE_ZE_MAX_GROUP=;FAKE_ZE_FP64=;ZE_ENABLE_ALT_DRIVERS=")
 
 # bp_fake_ze_library(<target> [<compile definitions>...]): the fake loader.
 function(bp_fake_ze_library target)
@@ -129,6 +129,25 @@ else()
     -P ${CMAKE_CURRENT_SOURCE_DIR}/check_conformance.cmake)
   set_tests_properties(xpu_fake_gpu_native_fallback PROPERTIES
     ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu};BP_LOG=warn" LABELS xpu)
+endif()
+
+# Kernels the plugin cannot build for the device: work-groups below the modules' 256
+# work-items, and a cast into f64 on a device without fp64 (no module of that variant).
+add_executable(xpu_convert_error xpu/xpu_convert_error.c)
+target_link_libraries(xpu_convert_error PRIVATE backplane)
+bp_project_target(xpu_convert_error)
+add_dependencies(xpu_convert_error bp_xpu bp_fake_ze_loader)
+add_test(NAME xpu_fake_gpu_small_work_groups COMMAND ${bp_emulator} $<TARGET_FILE:xpu_convert_error>)
+set_tests_properties(xpu_fake_gpu_small_work_groups PROPERTIES
+  ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu};FAKE_ZE_MAX_GROUP=128" LABELS xpu
+  PASS_REGULAR_EXPRESSION "bp_copy f32 -> f64: BP_ERR_UNSUPPORTED: [^\n]*xpu:0: the 'convert' kernels need work-groups of 256 work-items; this device takes at most 128")
+if(bp_xpu_no_spirv)
+  bp_skipped_test(xpu_fake_gpu_no_fp64_module "${bp_xpu_no_spirv}")
+else()
+  add_test(NAME xpu_fake_gpu_no_fp64_module COMMAND ${bp_emulator} $<TARGET_FILE:xpu_convert_error>)
+  set_tests_properties(xpu_fake_gpu_no_fp64_module PROPERTIES
+    ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu};FAKE_ZE_FP64=0" LABELS xpu
+    PASS_REGULAR_EXPRESSION "bp_copy f32 -> f64: BP_ERR_UNSUPPORTED: [^\n]*xpu:0: no SPIR-V module of the 'convert' kernels for variant 3 on a device without fp64")
 endif()
 
 # The conformance groups that need no kernel, on the pretend GPU, whose commands stay
