@@ -32,6 +32,16 @@ void fake_ze_die(const char *fn) __attribute__((noreturn));
             fake_ze_die(fn);                                                               \
     } while (0)
 
+/* FAKE_ZE_FAIL=<function>: that function fails with ZE_RESULT_ERROR_DEVICE_LOST (only
+ * those that start with FAULT_POINT). */
+#define FAULT_POINT(fn)                                                                    \
+    do {                                                                                   \
+        GPU_ONLY(fn);                                                                      \
+        const char *fault = getenv("FAKE_ZE_FAIL");                                        \
+        if (fault && strcmp(fault, fn) == 0)                                               \
+            return ZE_RESULT_ERROR_DEVICE_LOST;                                            \
+    } while (0)
+
 #define FAKE_BUILD_LOG "fake build log: error: the fake driver compiles nothing"
 #define FAKE_NATIVE_LOG "fake build log: the fake driver loads no native binary"
 
@@ -201,7 +211,7 @@ static pending *new_command(cmd_kind kind) {
 FAKE_EXPORT ze_result_t zeEventPoolCreate(ze_context_handle_t ctx,
                                           const ze_event_pool_desc_t *desc, uint32_t ndev,
                                           ze_device_handle_t *devs, ze_event_pool_handle_t *out) {
-    GPU_ONLY("zeEventPoolCreate");
+    FAULT_POINT("zeEventPoolCreate");
     (void)ndev;
     (void)devs;
     if ((void *)ctx != &fake_context || !(desc->flags & ZE_EVENT_POOL_FLAG_HOST_VISIBLE))
@@ -225,7 +235,7 @@ FAKE_EXPORT ze_result_t zeEventPoolDestroy(ze_event_pool_handle_t p) {
 
 FAKE_EXPORT ze_result_t zeEventCreate(ze_event_pool_handle_t p, const ze_event_desc_t *desc,
                                       ze_event_handle_t *out) {
-    GPU_ONLY("zeEventCreate");
+    FAULT_POINT("zeEventCreate");
     if (desc->index >= p->count || p->events[desc->index].created)
         fail("zeEventCreate: a bad or used index");
     ze_event_handle_t e = &p->events[desc->index];
@@ -307,7 +317,7 @@ FAKE_EXPORT ze_result_t zeCommandListCreateImmediate(ze_context_handle_t ctx,
                                                      ze_device_handle_t dev,
                                                      const ze_command_queue_desc_t *desc,
                                                      ze_command_list_handle_t *out) {
-    GPU_ONLY("zeCommandListCreateImmediate");
+    FAULT_POINT("zeCommandListCreateImmediate");
     if ((void *)ctx != &fake_context || !is_device(dev) || desc->ordinal != 1)
         fail("zeCommandListCreateImmediate: not the compute group of the device");
     ze_command_list_handle_t l = calloc(1, sizeof *l);
@@ -336,7 +346,7 @@ FAKE_EXPORT ze_result_t zeCommandListDestroy(ze_command_list_handle_t list) {
 FAKE_EXPORT ze_result_t zeCommandListAppendBarrier(ze_command_list_handle_t list,
                                                    ze_event_handle_t signal, uint32_t nwait,
                                                    ze_event_handle_t *wait) {
-    GPU_ONLY("zeCommandListAppendBarrier");
+    FAULT_POINT("zeCommandListAppendBarrier");
     /* Without waits a barrier waits on the list's earlier commands: already in order. */
     return append("zeCommandListAppendBarrier", list, new_command(CMD_BARRIER), signal, nwait,
                   wait);
@@ -346,7 +356,7 @@ FAKE_EXPORT ze_result_t zeCommandListAppendMemoryCopy(ze_command_list_handle_t l
                                                       const void *src, size_t size,
                                                       ze_event_handle_t signal, uint32_t nwait,
                                                       ze_event_handle_t *wait) {
-    GPU_ONLY("zeCommandListAppendMemoryCopy");
+    FAULT_POINT("zeCommandListAppendMemoryCopy");
     pending *c = new_command(CMD_COPY);
     c->dst = dst;
     c->src = src;
@@ -358,7 +368,7 @@ FAKE_EXPORT ze_result_t zeCommandListAppendMemoryFill(ze_command_list_handle_t l
                                                       const void *pattern, size_t psize,
                                                       size_t size, ze_event_handle_t signal,
                                                       uint32_t nwait, ze_event_handle_t *wait) {
-    GPU_ONLY("zeCommandListAppendMemoryFill");
+    FAULT_POINT("zeCommandListAppendMemoryFill");
     if (psize == 0 || psize > sizeof ((pending *)0)->pattern)
         fail("zeCommandListAppendMemoryFill: a bad pattern size");
     pending *c = new_command(CMD_FILL);
@@ -374,7 +384,7 @@ FAKE_EXPORT ze_result_t zeCommandListAppendWriteGlobalTimestamp(ze_command_list_
                                                                 ze_event_handle_t signal,
                                                                 uint32_t nwait,
                                                                 ze_event_handle_t *wait) {
-    GPU_ONLY("zeCommandListAppendWriteGlobalTimestamp");
+    FAULT_POINT("zeCommandListAppendWriteGlobalTimestamp");
     pending *c = new_command(CMD_TIMESTAMP);
     c->dst = dst;
     c->size = sizeof *dst;
@@ -415,7 +425,7 @@ static ze_result_t alloc(ze_context_handle_t ctx, size_t size, size_t align,
 FAKE_EXPORT ze_result_t zeMemAllocDevice(ze_context_handle_t ctx,
                                          const ze_device_mem_alloc_desc_t *desc, size_t size,
                                          size_t align, ze_device_handle_t dev, void **out) {
-    GPU_ONLY("zeMemAllocDevice");
+    FAULT_POINT("zeMemAllocDevice");
     (void)desc;
     if (!is_device(dev))
         fake_ze_die("zeMemAllocDevice (not a device)");
@@ -425,7 +435,7 @@ FAKE_EXPORT ze_result_t zeMemAllocDevice(ze_context_handle_t ctx,
 FAKE_EXPORT ze_result_t zeMemAllocHost(ze_context_handle_t ctx,
                                        const ze_host_mem_alloc_desc_t *desc, size_t size,
                                        size_t align, void **out) {
-    GPU_ONLY("zeMemAllocHost");
+    FAULT_POINT("zeMemAllocHost");
     (void)desc;
     return alloc(ctx, size, align, ZE_MEMORY_TYPE_HOST, NULL, out);
 }
@@ -488,7 +498,7 @@ FAKE_EXPORT ze_result_t zeDeviceGetSubDevices(ze_device_handle_t dev, uint32_t *
 }
 
 FAKE_EXPORT ze_result_t zeDeviceGetProperties(ze_device_handle_t dev, ze_device_properties_t *p) {
-    GPU_ONLY("zeDeviceGetProperties");
+    FAULT_POINT("zeDeviceGetProperties");
     if (!is_device(dev) || p->stype != ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2)
         fake_ze_die("zeDeviceGetProperties (another device, or not the 1.2 structure)");
     p->type = ZE_DEVICE_TYPE_GPU;
@@ -507,7 +517,7 @@ FAKE_EXPORT ze_result_t zeDeviceGetProperties(ze_device_handle_t dev, ze_device_
 
 FAKE_EXPORT ze_result_t zeDeviceGetComputeProperties(ze_device_handle_t dev,
                                                      ze_device_compute_properties_t *c) {
-    GPU_ONLY("zeDeviceGetComputeProperties");
+    FAULT_POINT("zeDeviceGetComputeProperties");
     (void)dev;
     const char *wg = getenv("FAKE_ZE_MAX_GROUP"); /* a device with smaller work-groups */
     c->maxTotalGroupSize = wg && wg[0] ? (uint32_t)strtoul(wg, NULL, 10) : 1024;
@@ -539,7 +549,7 @@ FAKE_EXPORT ze_result_t zeDeviceGetMemoryProperties(ze_device_handle_t dev, uint
 /* Group 0 copies only, group 1 computes: the plugin must pick 1. */
 FAKE_EXPORT ze_result_t zeDeviceGetCommandQueueGroupProperties(
     ze_device_handle_t dev, uint32_t *count, ze_command_queue_group_properties_t *g) {
-    GPU_ONLY("zeDeviceGetCommandQueueGroupProperties");
+    FAULT_POINT("zeDeviceGetCommandQueueGroupProperties");
     (void)dev;
     if (g && *count >= 2) {
         g[0].flags = ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY;
@@ -561,7 +571,7 @@ FAKE_EXPORT ze_result_t zeDeviceCanAccessPeer(ze_device_handle_t dev, ze_device_
 
 FAKE_EXPORT ze_result_t zeContextCreate(ze_driver_handle_t drv, const ze_context_desc_t *desc,
                                         ze_context_handle_t *out) {
-    GPU_ONLY("zeContextCreate");
+    FAULT_POINT("zeContextCreate");
     (void)drv;
     (void)desc;
     *out = (ze_context_handle_t)&fake_context;
@@ -602,7 +612,7 @@ FAKE_EXPORT ze_result_t zeModuleCreate(ze_context_handle_t ctx, ze_device_handle
 
 FAKE_EXPORT ze_result_t zeModuleBuildLogGetString(ze_module_build_log_handle_t log,
                                                   size_t *size, char *text) {
-    GPU_ONLY("zeModuleBuildLogGetString");
+    FAULT_POINT("zeModuleBuildLogGetString");
     const char *s = (const char *)log;
     if (text)
         memcpy(text, s, *size < strlen(s) + 1 ? *size : strlen(s) + 1);

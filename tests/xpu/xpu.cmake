@@ -9,7 +9,7 @@ if(NOT TARGET bp_xpu)
   return()
 endif()
 # Only the xpu plugin is loaded: the tests do not depend on the other plugins' drivers.
-set(bp_xpu_env "BP_PLUGIN_PATH=;BP_PLUGINS=xpu;BP_AUTOLOAD=;BP_DEVICE=;BP_XPU_LIBRARY=;BP_MEMORY_LIMIT_MB=0;FAKE_ZE_MODE=;FAKE_ZE_GPUS=;FAKE_ZE_MAX_GROUP=;FAKE_ZE_FP64=;ZE_ENABLE_ALT_DRIVERS=")
+set(bp_xpu_env "BP_PLUGIN_PATH=;BP_PLUGINS=xpu;BP_AUTOLOAD=;BP_DEVICE=;BP_XPU_LIBRARY=;BP_MEMORY_LIMIT_MB=0;FAKE_ZE_MODE=;FAKE_ZE_GPUS=;FAKE_ZE_MAX_GROUP=;FAKE_ZE_FP64=;FAKE_ZE_FAIL=;ZE_ENABLE_ALT_DRIVERS=")
 
 # bp_fake_ze_library(<target> [<compile definitions>...]): the fake loader.
 function(bp_fake_ze_library target)
@@ -149,6 +149,25 @@ else()
     ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu};FAKE_ZE_FP64=0" LABELS xpu
     PASS_REGULAR_EXPRESSION "bp_copy f32 -> f64: BP_ERR_UNSUPPORTED: [^\n]*xpu:0: no SPIR-V module of the 'convert' kernels for variant 3 on a device without fp64")
 endif()
+
+# Level Zero calls that fail (ZE_RESULT_ERROR_DEVICE_LOST, one at a time): each gives a
+# clear error naming the call, never a crash or a misuse the fake catches.
+set(bp_xpu_fault_points zeDeviceGetProperties zeDeviceGetComputeProperties
+  zeDeviceGetCommandQueueGroupProperties zeContextCreate zeCommandListCreateImmediate
+  zeMemAllocDevice zeMemAllocHost zeEventPoolCreate zeEventCreate
+  zeCommandListAppendMemoryCopy zeCommandListAppendMemoryFill zeCommandListAppendBarrier
+  zeCommandListAppendWriteGlobalTimestamp zeModuleBuildLogGetString)
+if(bp_xpu_no_spirv) # no module is built, so no build log is read
+  list(REMOVE_ITEM bp_xpu_fault_points zeModuleBuildLogGetString)
+endif()
+string(REPLACE ";" "\\;" bp_xpu_fault_arg "${bp_xpu_fault_points}")
+add_test(NAME xpu_fake_gpu_faults COMMAND ${CMAKE_COMMAND}
+  -DEXE=$<TARGET_FILE:bp-conformance> -DEMULATOR=${bp_emulator_arg}
+  -DARGS=--device\;xpu:0\;--filter\;memory.copies*,streams.ordering,events.elapsed_time,ops.add_f32
+  -DFUNCTIONS=${bp_xpu_fault_arg}
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/xpu/check_xpu_faults.cmake)
+set_tests_properties(xpu_fake_gpu_faults PROPERTIES
+  ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu}" LABELS xpu TIMEOUT 300)
 
 # The conformance groups that need no kernel, on the pretend GPU, whose commands stay
 # pending until the host waits and which aborts when an event is reset or destroyed, or
