@@ -1,10 +1,12 @@
 # Tests of the xpu plugin (backends/xpu), included by tests/CMakeLists.txt.
 #
-# No machine here has an Intel GPU: these tests run the plugin's paths up to the point
-# where a device would be needed, and check that each ends in 0 devices with its reason,
-# never a crash. A fake loader (xpu/fake_ze_loader.c) stands for the drivers that cannot
-# be installed here; it aborts in every function past the one a test expects the plugin
-# to stop at. Nothing here runs a device: docs/backends/xpu.md says what never ran.
+# No machine here has an Intel GPU. The first tests run the plugin's paths up to the
+# point where a device would be needed and check that each ends in 0 devices with its
+# reason, never a crash: on the real loader, and on a fake loader (xpu/fake_ze_loader.c)
+# standing for the drivers that cannot be installed here, which aborts in every function
+# past the one a test expects the plugin to stop at. The others run the plugin's host
+# side on the fake's pretend GPU (xpu/fake_ze_gpu.c): no kernel runs, and nothing here
+# tests a device (docs/backends/xpu.md says what ran on what, and what never ran).
 if(NOT TARGET bp_xpu)
   return()
 endif()
