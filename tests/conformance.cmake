@@ -71,8 +71,8 @@ if(TARGET bp_opencl)
   set_tests_properties(opencl_no_loader PROPERTIES TIMEOUT 60 LABELS conformance ENVIRONMENT
     "${bp_ocl_env};BP_OPENCL_LIBRARY=/nonexistent/libOpenCL.so.1")
   # The tests that need an OpenCL device.
-  set(bp_opencl_device_tests conformance_opencl opencl_no_platform opencl_build_failure
-      opencl_corrupt_cache opencl_cache_trust)
+  set(bp_opencl_device_tests conformance_opencl conformance_opencl_no_fp64_rope
+      opencl_no_platform opencl_build_failure opencl_corrupt_cache opencl_cache_trust)
   if(bp_opencl_skip)
     foreach(t IN LISTS bp_opencl_device_tests)
       bp_skipped_test(${t} "${bp_opencl_skip}")
@@ -85,6 +85,15 @@ if(TARGET bp_opencl)
     set_property(TEST conformance_opencl APPEND PROPERTY ENVIRONMENT
       "${bp_pocl_env};XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache;BP_OPENCL_CACHE=;BP_OPENCL_CACHE_DIR="
       "BP_OPENCL_LIBRARY=;BP_OPENCL_BUILD_OPTIONS="
+      "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/backends/opencl/lsan-pocl.supp")
+    # rope on a device without fp64 (BP_OPENCL_FP64=0, as Intel's Arc GPUs): its angle in
+    # float-float (kernels/norm.cl), at the full level's long sequences.
+    bp_conformance_test(conformance_opencl_no_fp64_rope EXIT 0
+      EXPECT "PASS  ops\\.rope_f32" "PASS  ops\\.rope_bf16"
+      ARGS --device opencl:0 --filter "ops.rope*" --level full --junit JUNIT)
+    set_property(TEST conformance_opencl_no_fp64_rope APPEND PROPERTY ENVIRONMENT
+      "${bp_pocl_env};XDG_CACHE_HOME=${CMAKE_CURRENT_BINARY_DIR}/opencl_cache;BP_OPENCL_CACHE=;BP_OPENCL_CACHE_DIR="
+      "BP_OPENCL_LIBRARY=;BP_OPENCL_BUILD_OPTIONS=;BP_OPENCL_FP64=0"
       "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/backends/opencl/lsan-pocl.supp")
     # No OpenCL platform (OCL_ICD_VENDORS names an empty directory): the plugin still
     # loads, with 0 devices and the reason, and the cpu is still there.

@@ -11,8 +11,8 @@ set(BP_INTEL_OPENCL_DIR ${PROJECT_SOURCE_DIR}/.intel-opencl CACHE PATH
     "Where scripts/intel-opencl.sh installed Intel's OpenCL CPU runtime")
 set(bp_spirv_tests conformance_opencl_intel conformance_opencl_intel_spirv
     conformance_opencl_intel_spirv_full conformance_opencl_intel_spirv_no_fp64
-    opencl_intel_spirv_no_module
-    opencl_intel_spirv_build_options opencl_intel_spirv_defines_built_in
+    opencl_intel_spirv_no_module opencl_intel_spirv_build_options
+    opencl_intel_spirv_defines_built_in
     opencl_spirv_pocl_no_spirv opencl_spirv_small_work_groups opencl_bad_program_mode
     opencl_bad_fp64_switch clc_spirv_without_tools)
 if(NOT TARGET bp_opencl)
@@ -29,8 +29,9 @@ endif()
 # [EXPECT <regex>...] ARGS <args>...): as bp_conformance_test (EXE, bp-conformance by
 # default, with ARGS), on Intel's runtime alone, or with BESIDE_POCL as the second
 # platform beside PoCL, "opencl:INTEL" in ARGS naming its device
-# (check_intel_opencl.cmake); the plugin's disk cache in a directory of its own. Skipped in sanitizer builds: the
-# runtime leaks (LeakSanitizer) and calls a pure virtual function at exit there.
+# (check_intel_opencl.cmake); the plugin's disk cache in a directory of its own.
+# Skipped in sanitizer builds: the runtime leaks (LeakSanitizer) and calls a pure
+# virtual function at exit there.
 function(bp_intel_opencl_test name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "BESIDE_POCL" "EXIT;EXE" "EXPECT;ARGS")
   set(pocl "")
@@ -86,13 +87,12 @@ set_tests_properties(conformance_opencl_intel_spirv_full PROPERTIES
 set_property(TEST conformance_opencl_intel_spirv_full APPEND PROPERTY ENVIRONMENT
   "BP_OPENCL_PROGRAM=spirv")
 # Again as a device without fp64 (BP_OPENCL_FP64=0), as Intel's Arc GPUs are: the
-# modules built without BP_FP64 (convert, norm) run, f64 is not listed. rope_f32 is a
-# known failure there (tests/fixtures/opencl-no-fp64.xfail says why).
+# modules built without BP_FP64 (convert, norm) run, f64 is not listed; rope takes its
+# angle in float-float there (kernels/norm.cl).
 bp_intel_opencl_test(conformance_opencl_intel_spirv_no_fp64 EXIT 0
   EXPECT "SKIP  ops\\.copy_f64: opencl:0 does not list f64" "PASS  ops\\.copy_bf16_ties"
-         "PASS  ops\\.rmsnorm_f32" "XFAIL ops\\.rope_f32"
-  ARGS --device opencl:0 --xfail ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/opencl-no-fp64.xfail
-       --strict-xfail --junit JUNIT)
+         "PASS  ops\\.rmsnorm_f32" "PASS  ops\\.rope_f32"
+  ARGS --device opencl:0 --junit JUNIT)
 set_property(TEST conformance_opencl_intel_spirv_no_fp64 APPEND PROPERTY ENVIRONMENT
   "BP_OPENCL_PROGRAM=spirv;BP_OPENCL_FP64=0")
 # A variant without a module: a cast into f64 on a device without fp64.
@@ -117,8 +117,8 @@ bp_intel_opencl_test(opencl_intel_spirv_defines_built_in EXIT 0 EXPECT "PASS  op
 set_property(TEST opencl_intel_spirv_defines_built_in APPEND PROPERTY ENVIRONMENT
   "BP_OPENCL_PROGRAM=spirv;BP_OPENCL_CACHE=0;BP_OPENCL_BUILD_OPTIONS=-Dtdesc=int")
 
-# PoCL 3.1 (opencl:0 without OCL_ICD_VENDORS) reports no IL: its kernels fail with that
-# reason, while the device itself still works (memory.memset).
+# PoCL 3.1 (opencl:0, bp_ocl_env naming its .icd alone) reports no IL: its kernels fail
+# with that reason, while the device itself still works (memory.memset).
 bp_conformance_test(opencl_spirv_pocl_no_spirv EXIT 1
   EXPECT "FAIL  ops\\.add_f32" "BP_ERR_UNSUPPORTED: opencl:0: the 'elemwise' kernels from SPIR-V \\(BP_OPENCL_PROGRAM=spirv\\): the device takes no SPIR-V \\(CL_DEVICE_IL_VERSION is '', no cl_khr_il_program; OpenCL [^)]*\\)"
          "PASS  memory\\.memset"

@@ -488,12 +488,16 @@ static bp_status op_rope(const bp_kernel_call *call) {
     if ((st = get_kernel(dev, CLC_PROG_NORM, call->dtype, "k_rope", &k)) != BP_OK)
         return st;
     int64_t seq = in->ndim >= 2 ? in->shape[in->ndim - 2] : 1, nn = n;
-    float theta = a ? a->theta : 10000.0f;
+    /* The frequency ratio theta^(-2/len) in double, split into two floats (kernels/norm.cl:
+     * the angle is taken in double, or in float-float without fp64). */
+    double ratio = pow(a ? (double)a->theta : 10000.0, -2.0 / (double)r.len);
+    float ratio_hi = (float)ratio, ratio_lo = (float)(ratio - (double)ratio_hi);
     int32_t pos = a ? a->position_offset : 0, inter = a ? a->interleaved : 0;
     clc_karg args[] = {KARG(r.t[0].mem), KARG(r.t[0].d), KARG(r.t[1].mem), KARG(r.t[1].d),
                        KARG(r.len),      KARG(r.is),     KARG(r.os),       KARG(seq),
-                       KARG(theta),      KARG(pos),      KARG(inter),      KARG(nn)};
-    return launch_1d(s, dev, k, "rope", 12, args, n);
+                       KARG(ratio_hi),   KARG(ratio_lo), KARG(pos),        KARG(inter),
+                       KARG(nn)};
+    return launch_1d(s, dev, k, "rope", 13, args, n);
 }
 
 /* ---- matmul ---- */

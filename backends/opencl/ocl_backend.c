@@ -229,7 +229,7 @@ static bp_status device_open(void *backend, int index, void **out_device) {
 static void device_close(void *device) {
     ocl_device *dev = device;
     ocl_programs_destroy(dev);
-    ocl_memmap_destroy(dev);
+    ocl_memmap_clear(dev);
     if (dev->context)
         dev->backend->api.clReleaseContext(dev->context);
     dev->context = NULL;
@@ -237,9 +237,7 @@ static void device_close(void *device) {
 
 static bp_status device_mem_info(void *device, uint64_t *out_free, uint64_t *out_total) {
     ocl_device *dev = device;
-    pthread_mutex_lock(&dev->mem.lock);
-    uint64_t used = dev->mem.used;
-    pthread_mutex_unlock(&dev->mem.lock);
+    uint64_t used = gpukit_memmap_used(&dev->mem.map);
     uint64_t total = dev->info.global_mem;
     if (out_free)
         *out_free = used < total ? total - used : 0;
@@ -274,7 +272,8 @@ static bp_status guard_get_current(void *backend, int *out_index) {
 static void free_backend(ocl_backend *be) {
     for (int i = 0; i < be->ndevices; i++) {
         ocl_device *dev = &be->devices[i];
-        pthread_mutex_destroy(&dev->mem.lock);
+        gpukit_memmap_fini(&dev->mem.map);
+        pthread_mutex_destroy(&dev->mem.addr_lock);
         pthread_mutex_destroy(&dev->streams_lock);
         pthread_mutex_destroy(&dev->programs_lock);
     }

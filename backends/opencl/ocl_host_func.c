@@ -12,24 +12,17 @@
  * stream's synchronize. */
 #include "ocl_internal.h"
 
-#include <stdbool.h>
+#include <errno.h>
 #include <stdlib.h>
 
 typedef struct host_job {
+    gpukit_host_job job; /* first: the thread's queue entry */
+    ocl_stream *stream;
     void (*fn)(void *arg);
     void *arg;
     cl_event marker; /* the work before the launch */
     cl_event user;   /* completed after fn: the barrier after the launch waits on it */
-    struct host_job *next;
 } host_job;
-
-typedef struct ocl_host_thread {
-    pthread_mutex_t lock;
-    pthread_cond_t work;
-    host_job *head, *tail;
-    bool stop;
-    pthread_t thread;
-} ocl_host_thread;
 
 /* The marker's final status: CL_COMPLETE, or the negative error of a failed command. */
 static cl_int marker_status(const ocl_api *api, cl_event marker) {
@@ -40,60 +33,27 @@ static cl_int marker_status(const ocl_api *api, cl_event marker) {
     return err != CL_SUCCESS ? err : status < 0 ? status : CL_COMPLETE;
 }
 
-static void *host_thread_main(void *p) {
-    ocl_stream *s = p;
-    ocl_host_thread *t = s->host;
-    const ocl_api *api = &s->device->backend->api;
-    pthread_mutex_lock(&t->lock);
-    for (;;) {
-        while (!t->head && !t->stop)
-            pthread_cond_wait(&t->work, &t->lock);
-        host_job *job = t->head;
-        if (!job)
-            break;
-        t->head = job->next;
-        if (!t->head)
-            t->tail = NULL;
-        pthread_mutex_unlock(&t->lock);
-        cl_int status = marker_status(api, job->marker);
-        job->fn(job->arg);
-        api->clSetUserEventStatus(job->user, status);
-        api->clReleaseEvent(job->marker);
-        api->clReleaseEvent(job->user);
-        free(job);
-        pthread_mutex_lock(&t->lock);
-    }
-    pthread_mutex_unlock(&t->lock);
-    return NULL;
+/* On the stream's host thread. */
+static void run_job(gpukit_host_job *j) {
+    host_job *job = (host_job *)j;
+    const ocl_api *api = &job->stream->device->backend->api;
+    cl_int status = marker_status(api, job->marker);
+    job->fn(job->arg);
+    api->clSetUserEventStatus(job->user, status);
+    api->clReleaseEvent(job->marker);
+    api->clReleaseEvent(job->user);
+    free(job);
 }
 
 /* The stream's host thread, started on first use. Call with s->lock held. */
-static bp_status host_thread(ocl_stream *s, ocl_host_thread **out) {
-    if (s->host) {
-        *out = s->host;
+static bp_status host_thread(ocl_stream *s) {
+    if (s->host)
         return BP_OK;
-    }
-    ocl_device *dev = s->device;
-    ocl_host_thread *t = calloc(1, sizeof *t);
-    if (!t)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "opencl:%d: out of host memory for a host thread",
-                                             dev->index);
-    pthread_mutex_init(&t->lock, NULL);
-    pthread_cond_init(&t->work, NULL);
-    s->host = t;
-    int err = pthread_create(&t->thread, NULL, host_thread_main, s);
-    if (err != 0) {
-        s->host = NULL;
-        pthread_cond_destroy(&t->work);
-        pthread_mutex_destroy(&t->lock);
-        free(t);
-        return dev->backend->host->set_error(BP_ERR_BACKEND,
-                                             "opencl:%d: cannot start a stream's host thread "
-                                             "(pthread_create: error %d)",
-                                             dev->index, err);
-    }
-    *out = t;
+    int err = gpukit_host_thread_start(&s->host);
+    if (err != 0)
+        return s->device->backend->host->set_error(
+            err == ENOMEM ? BP_ERR_OUT_OF_MEMORY : BP_ERR_BACKEND,
+            "opencl:%d: cannot start a stream's host thread (error %d)", s->device->index, err);
     return BP_OK;
 }
 
@@ -109,6 +69,8 @@ bp_status ocl_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg
         return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
                                              "opencl:%d: out of host memory for a host function",
                                              dev->index);
+    job->job.run = run_job;
+    job->stream = s;
     job->fn = fn;
     job->arg = arg;
     cl_int err = CL_SUCCESS;
@@ -117,10 +79,9 @@ bp_status ocl_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg
         free(job);
         return ocl_fail(dev, err, "host function (clCreateUserEvent)");
     }
-    ocl_host_thread *t = NULL;
     cl_event barrier = NULL;
     pthread_mutex_lock(&s->lock);
-    bp_status st = host_thread(s, &t);
+    bp_status st = host_thread(s);
     const char *failed = NULL;
     if (st == BP_OK) {
         err = api->clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &job->marker);
@@ -132,14 +93,7 @@ bp_status ocl_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg
     }
     if (st == BP_OK && !failed) {
         ocl_stream_push_locked(s, barrier); /* flushes: the marker can complete */
-        pthread_mutex_lock(&t->lock);
-        if (t->tail)
-            t->tail->next = job;
-        else
-            t->head = job;
-        t->tail = job;
-        pthread_cond_signal(&t->work);
-        pthread_mutex_unlock(&t->lock);
+        gpukit_host_thread_push(s->host, &job->job);
     }
     pthread_mutex_unlock(&s->lock);
     if (st == BP_OK && !failed)
@@ -153,16 +107,6 @@ bp_status ocl_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg
 }
 
 void ocl_host_thread_stop(ocl_stream *s) {
-    ocl_host_thread *t = s->host;
-    if (!t)
-        return;
-    pthread_mutex_lock(&t->lock);
-    t->stop = true;
-    pthread_cond_signal(&t->work);
-    pthread_mutex_unlock(&t->lock);
-    pthread_join(t->thread, NULL);
-    pthread_cond_destroy(&t->work);
-    pthread_mutex_destroy(&t->lock);
-    free(t);
+    gpukit_host_thread_stop(s->host);
     s->host = NULL;
 }

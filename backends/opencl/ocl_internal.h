@@ -16,6 +16,7 @@
 #include <backplane/plugin.h>
 
 #include "clc.h"
+#include "gpukit.h"
 #include "ocl_api.h"
 
 #define OCL_NAME "opencl"
@@ -26,20 +27,12 @@ typedef struct ocl_device ocl_device;
 typedef struct ocl_stream ocl_stream;
 typedef struct ocl_program ocl_program;
 
-/* One allocation: its range [addr, addr + size) of the fake device address space. */
-typedef struct ocl_block {
-    uint64_t addr;
-    uint64_t size; /* what was asked for */
-    cl_mem mem;
-} ocl_block;
-
-/* The live allocations of a device, sorted by address (ocl_memory.c). */
+/* The live allocations of a device: ranges of the fake device address space whose
+ * handles are their cl_mem (ocl_memory.c). */
 typedef struct ocl_memmap {
-    pthread_mutex_t lock;
-    ocl_block *blocks;
-    size_t n, cap;
+    gpukit_memmap map;
+    pthread_mutex_t addr_lock;
     uint64_t next_addr; /* where the next allocation goes: addresses are never reused */
-    uint64_t used;      /* bytes of live allocations */
 } ocl_memmap;
 
 /* A kernel object: clSetKernelArg is not thread-safe on one cl_kernel, so launches
@@ -91,7 +84,7 @@ struct ocl_stream {
     pthread_mutex_t lock;      /* held across an enqueue and the update of `last` */
     cl_event last;             /* the latest command enqueued, or NULL */
     ocl_stream *next;
-    struct ocl_host_thread *host; /* runs its host functions; made at the first (ocl_host_func.c) */
+    gpukit_host_thread *host;  /* runs its host functions; made at the first (ocl_host_func.c) */
 };
 
 typedef struct ocl_event {
@@ -117,7 +110,7 @@ struct ocl_backend {
 extern const bp_memory_vtable ocl_memory_vtable;
 void ocl_memmap_init(ocl_memmap *m);
 /* Releases every allocation still live (device close). */
-void ocl_memmap_destroy(ocl_device *dev);
+void ocl_memmap_clear(ocl_device *dev);
 /* The buffer and byte offset of device address `ptr` (which must lie inside a live
  * allocation, or at its end when `size` is 0); `what` names it in the error. */
 bp_status ocl_translate(ocl_device *dev, const void *ptr, size_t size, cl_mem *out_mem,

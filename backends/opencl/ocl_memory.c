@@ -6,7 +6,7 @@
  * grow (each range is 256-byte aligned and followed by a gap of at least 256 bytes),
  * so they are never reused while the process lives and the live ranges stay sorted by
  * appending. A device pointer translates to (cl_mem, byte offset) by a binary search
- * over the live ranges. The pointers are never dereferenced by the host. */
+ * over the live ranges (gpukit's map). The pointers are never dereferenced by the host. */
 #include "ocl_internal.h"
 
 #include <stdlib.h>
@@ -16,60 +16,31 @@
 #define OCL_ADDR_ALIGN UINT64_C(256)
 
 void ocl_memmap_init(ocl_memmap *m) {
-    memset(m, 0, sizeof *m);
-    pthread_mutex_init(&m->lock, NULL);
+    gpukit_memmap_init(&m->map);
+    pthread_mutex_init(&m->addr_lock, NULL);
     m->next_addr = OCL_ADDR_BASE;
 }
 
-void ocl_memmap_destroy(ocl_device *dev) {
-    ocl_memmap *m = &dev->mem;
-    pthread_mutex_lock(&m->lock);
-    for (size_t i = 0; i < m->n; i++)
-        dev->backend->api.clReleaseMemObject(m->blocks[i].mem);
-    free(m->blocks);
-    m->blocks = NULL;
-    m->n = m->cap = 0;
-    m->used = 0;
-    pthread_mutex_unlock(&m->lock);
+static void release_buffer(void *handle, void *ctx) {
+    ((ocl_device *)ctx)->backend->api.clReleaseMemObject((cl_mem)handle);
 }
 
-/* Index of the block holding addr (the last block starting at or below it), or -1. */
-static ptrdiff_t find_block(const ocl_memmap *m, uint64_t addr) {
-    size_t lo = 0, hi = m->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->blocks[mid].addr <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (ptrdiff_t)lo - 1;
+void ocl_memmap_clear(ocl_device *dev) {
+    gpukit_memmap_clear(&dev->mem.map, release_buffer, dev);
 }
 
 bp_status ocl_translate(ocl_device *dev, const void *ptr, size_t size, cl_mem *out_mem,
                         size_t *out_offset, const char *what) {
-    ocl_memmap *m = &dev->mem;
-    uint64_t addr = (uint64_t)(uintptr_t)ptr;
-    pthread_mutex_lock(&m->lock);
-    ptrdiff_t i = find_block(m, addr);
-    bool ok = false;
-    if (i >= 0) {
-        const ocl_block *b = &m->blocks[i];
-        uint64_t off = addr - b->addr;
-        /* The range must fit; an empty range may sit at the very end. */
-        ok = off < b->size ? size <= b->size - off : off == b->size && size == 0;
-        if (ok) {
-            *out_mem = b->mem;
-            *out_offset = (size_t)off;
-        }
-    }
-    pthread_mutex_unlock(&m->lock);
-    if (!ok)
+    gpukit_range range;
+    uint64_t off = 0;
+    if (!gpukit_memmap_find(&dev->mem.map, (uint64_t)(uintptr_t)ptr, size, &range, &off))
         return dev->backend->host->set_error(
             BP_ERR_INVALID_ARGUMENT,
             "opencl:%d: %s: %zu bytes at device address %p are not inside one live "
             "allocation of this device",
             dev->index, what, size, ptr);
+    *out_mem = (cl_mem)range.handle;
+    *out_offset = (size_t)off;
     return BP_OK;
 }
 
@@ -82,9 +53,7 @@ static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
     *out_ptr = NULL;
     ocl_memmap *m = &dev->mem;
     size_t bytes = size ? size : 1;
-    pthread_mutex_lock(&m->lock);
-    uint64_t used = m->used;
-    pthread_mutex_unlock(&m->lock);
+    uint64_t used = gpukit_memmap_used(&m->map);
     /* Drivers may allocate lazily, at first use: refuse what cannot fit up front. */
     if ((uint64_t)bytes > dev->info.max_alloc || (uint64_t)bytes > dev->info.global_mem - used ||
         used > dev->info.global_mem)
@@ -106,26 +75,21 @@ static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
                                    dev->index, size, ocl_error_name(err), (int)err);
         return ocl_fail(dev, err, "clCreateBuffer");
     }
-    pthread_mutex_lock(&m->lock);
-    if (m->n == m->cap) {
-        size_t ncap = m->cap ? 2 * m->cap : 64;
-        ocl_block *grown = realloc(m->blocks, ncap * sizeof *grown);
-        if (!grown) {
-            pthread_mutex_unlock(&m->lock);
-            dev->backend->api.clReleaseMemObject(mem);
-            return host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                   "opencl:%d: out of host memory for the allocation table",
-                                   dev->index);
-        }
-        m->blocks = grown;
-        m->cap = ncap;
-    }
-    uint64_t addr = m->next_addr;
+    /* A range of the address space for the buffer; next_addr moves on only for a buffer
+     * that made it into the map. */
     uint64_t span = ((uint64_t)bytes + OCL_ADDR_ALIGN - 1) / OCL_ADDR_ALIGN * OCL_ADDR_ALIGN;
-    m->next_addr = addr + span + OCL_ADDR_ALIGN;
-    m->blocks[m->n++] = (ocl_block){.addr = addr, .size = size, .mem = mem};
-    m->used += size;
-    pthread_mutex_unlock(&m->lock);
+    pthread_mutex_lock(&m->addr_lock);
+    uint64_t addr = m->next_addr;
+    bool added = gpukit_memmap_add(&m->map, addr, size, mem);
+    if (added)
+        m->next_addr = addr + span + OCL_ADDR_ALIGN;
+    pthread_mutex_unlock(&m->addr_lock);
+    if (!added) {
+        dev->backend->api.clReleaseMemObject(mem);
+        return host->set_error(BP_ERR_OUT_OF_MEMORY,
+                               "opencl:%d: out of host memory for the allocation table",
+                               dev->index);
+    }
     *out_ptr = (void *)(uintptr_t)addr;
     return BP_OK;
 }
@@ -136,20 +100,10 @@ static void mem_free(void *device, void *ptr) {
     ocl_device *dev = device;
     if (!ptr)
         return;
-    ocl_memmap *m = &dev->mem;
-    uint64_t addr = (uint64_t)(uintptr_t)ptr;
-    cl_mem mem = NULL;
-    pthread_mutex_lock(&m->lock);
-    ptrdiff_t i = find_block(m, addr);
-    if (i >= 0 && m->blocks[i].addr == addr) {
-        mem = m->blocks[i].mem;
-        m->used -= m->blocks[i].size;
-        memmove(&m->blocks[i], &m->blocks[i + 1], (m->n - (size_t)i - 1) * sizeof *m->blocks);
-        m->n--;
-    }
-    pthread_mutex_unlock(&m->lock);
-    if (mem)
-        dev->backend->api.clReleaseMemObject(mem);
+    void *mem = NULL;
+    uint64_t size = 0;
+    if (gpukit_memmap_remove(&dev->mem.map, (uint64_t)(uintptr_t)ptr, &mem, &size))
+        dev->backend->api.clReleaseMemObject((cl_mem)mem);
     else
         dev->backend->host->log(BP_LOG_ERROR, OCL_NAME,
                                 "opencl:%d: free of %p, which is not a live allocation of this "

@@ -49,12 +49,58 @@ void k_layernorm(__global T *out, tdesc od, __global const T *in, tdesc id, long
     }
 }
 
-/* Pair i of row r: (i, i + len/2), or (2i, 2i + 1) when interleaved, rotated by
- * position * theta^(-2i/len), position = pos_off + r % seq. The angle is taken in
- * double where the device has it: it reaches hundreds of radians, where f32 would
- * lose the bits that cos and sin depend on. */
+#if !BP_FP64
+/* Without fp64, rope's angle in float-float: a value hi + lo, |lo| at most half an ulp
+ * of hi, about 44 bits (Dekker; products exact through fma). FP_CONTRACT stays off so
+ * that the compiler does not fuse the error terms away. */
+typedef struct ff {
+    float hi, lo;
+} ff;
+
+inline ff ff_fast_sum(float a, float b) { /* |a| >= |b| */
+#pragma OPENCL FP_CONTRACT OFF
+    float s = a + b;
+    return (ff){s, b - (s - a)};
+}
+
+inline ff ff_sum(float a, float b) {
+#pragma OPENCL FP_CONTRACT OFF
+    float s = a + b, bb = s - a;
+    return (ff){s, (a - (s - bb)) + (b - bb)};
+}
+
+inline ff ff_mul(ff a, ff b) {
+#pragma OPENCL FP_CONTRACT OFF
+    float p = a.hi * b.hi;
+    float e = fma(a.hi, b.hi, -p);
+    e = fma(a.hi, b.lo, e);
+    e = fma(a.lo, b.hi, e);
+    return ff_fast_sum(p, e);
+}
+
+/* a - k 2pi, k the nearest integer to a / 2pi, as float-float: 2pi is hi + lo and both
+ * products are taken exactly. */
+inline ff ff_reduce_2pi(ff a) {
+#pragma OPENCL FP_CONTRACT OFF
+    const float two_pi_hi = 6.28318548202514648f, two_pi_lo = -1.74845560007448832e-7f;
+    float k = rint(a.hi * 0.159154943091895336f);
+    float p = k * two_pi_hi, pe = fma(k, two_pi_hi, -p);
+    float q = k * two_pi_lo, qe = fma(k, two_pi_lo, -q);
+    ff r = ff_sum(a.hi - p, -pe); /* a.hi - p is exact: the two are within a factor 2 */
+    r = ff_sum(r.hi, r.lo + ((a.lo - q) - qe));
+    return r;
+}
+#endif
+
+/* Pair i of row r: (i, i + len/2), or (2i, 2i + 1) when interleaved, rotated by the
+ * angle position * ratio^i, ratio = theta^(-2/len) (the host passes it as ratio_hi +
+ * ratio_lo, from double), position = pos_off + r % seq. The angle reaches thousands of
+ * radians, where f32 would lose the bits that cos and sin depend on: it is taken in
+ * double where the device has it, else in float-float, reduced modulo 2pi, and
+ * sin(h + l) is sin h + l cos h. */
 __kernel void k_rope(__global T *out, tdesc od, __global const T *in, tdesc id, long len, long is,
-                     long os, long seq, float theta, int pos_off, int interleaved, long n) {
+                     long os, long seq, float ratio_hi, float ratio_lo, int pos_off,
+                     int interleaved, long n) {
     long g = get_global_id(0);
     GUARD(g, n);
     long hl = len / 2;
@@ -63,14 +109,22 @@ __kernel void k_rope(__global T *out, tdesc od, __global const T *in, tdesc id, 
     __global T *y = out + tpos(&od, r);
     long pos = (long)pos_off + r % seq;
 #if BP_FP64
-    double ang = (double)pos * pow((double)theta, -2.0 * (double)i / (double)len);
+    double ang = (double)pos * pown((double)ratio_hi + (double)ratio_lo, (int)i);
     double cd;
     double sd = sincos(ang, &cd);
     float c = (float)cd, s = (float)sd;
 #else
-    float ang = (float)pos * pow(theta, -2.0f * (float)i / (float)len);
-    float c;
-    float s = sincos(ang, &c);
+    ff freq = {1.0f, 0.0f}, base = {ratio_hi, ratio_lo};
+    for (long e = i; e > 0; e >>= 1) {
+        if (e & 1)
+            freq = ff_mul(freq, base);
+        base = ff_mul(base, base);
+    }
+    float pos_hi = (float)pos;
+    ff at = ff_reduce_2pi(ff_mul((ff){pos_hi, (float)(pos - (long)pos_hi)}, freq));
+    float c0;
+    float s0 = sincos(at.hi, &c0);
+    float c = c0 - s0 * at.lo, s = s0 + c0 * at.lo;
 #endif
     long j0 = interleaved ? 2 * i : i, j1 = interleaved ? 2 * i + 1 : i + hl;
     float x0 = LD(x[j0 * is]), x1 = LD(x[j1 * is]);

@@ -1,0 +1,68 @@
+/* gpukit: what the plugins of devices with memory and queues of their own share (opencl,
+ * xpu), a static position-independent library with hidden symbols, like cpukit
+ * (docs/writing-a-backend.md §15). Only the C library and pthreads:
+ *
+ *   gpukit_memmap.c       the live allocations of a device by address, for translating
+ *                         a device pointer (base + offset) back to its allocation
+ *   gpukit_host_thread.c  a thread that runs a stream's host functions in order */
+#ifndef BP_GPUKIT_H
+#define BP_GPUKIT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- the allocation map ---- */
+
+typedef struct gpukit_range {
+    uint64_t addr;
+    uint64_t size;   /* what was asked for */
+    void *handle;    /* the backend's object (a cl_mem), or anything it likes */
+} gpukit_range;
+
+/* The live allocations of a device, sorted by address, and the bytes they hold. */
+typedef struct gpukit_memmap {
+    pthread_mutex_t lock;
+    gpukit_range *ranges;
+    size_t n, cap;
+    uint64_t used;
+} gpukit_memmap;
+
+void gpukit_memmap_init(gpukit_memmap *m);
+/* Calls release(handle, ctx) for every range still live, and empties the map (device
+ * close). */
+void gpukit_memmap_clear(gpukit_memmap *m, void (*release)(void *handle, void *ctx), void *ctx);
+/* Frees the table and the lock (the ranges' handles are the caller's). */
+void gpukit_memmap_fini(gpukit_memmap *m);
+/* Adds [addr, addr + size), which overlaps no live range. False when the table cannot
+ * grow (out of host memory). */
+bool gpukit_memmap_add(gpukit_memmap *m, uint64_t addr, uint64_t size, void *handle);
+/* Removes the range that starts at addr, giving its handle and size. False when no live
+ * range starts there. */
+bool gpukit_memmap_remove(gpukit_memmap *m, uint64_t addr, void **handle, uint64_t *size);
+/* The range holding [addr, addr + size) (a range of 0 bytes may sit at its very end):
+ * its start, its handle and addr's offset in it. False when no live range holds it. */
+bool gpukit_memmap_find(gpukit_memmap *m, uint64_t addr, uint64_t size, gpukit_range *range,
+                        uint64_t *offset);
+/* Bytes of the live ranges. */
+uint64_t gpukit_memmap_used(gpukit_memmap *m);
+
+/* ---- the host-function thread ---- */
+
+/* A job: the backend's own struct starts with it; run does the job and frees it. */
+typedef struct gpukit_host_job {
+    void (*run)(struct gpukit_host_job *job);
+    struct gpukit_host_job *next;
+} gpukit_host_job;
+
+typedef struct gpukit_host_thread gpukit_host_thread;
+
+/* Starts a thread that runs the jobs pushed to it one at a time, in order. 0, or the
+ * errno of what failed (ENOMEM, or pthread_create's). */
+int gpukit_host_thread_start(gpukit_host_thread **out);
+void gpukit_host_thread_push(gpukit_host_thread *t, gpukit_host_job *job);
+/* Runs the jobs still queued, stops the thread and frees it (NULL: nothing). */
+void gpukit_host_thread_stop(gpukit_host_thread *t);
+
+#endif

@@ -1,0 +1,108 @@
+/* gpukit: the live allocations of a device by address (gpukit.h). A sorted array and a
+ * binary search: lookups happen at every kernel argument, changes at allocations, which
+ * the core's caching allocator keeps rare. */
+#include "gpukit.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void gpukit_memmap_init(gpukit_memmap *m) {
+    memset(m, 0, sizeof *m);
+    pthread_mutex_init(&m->lock, NULL);
+}
+
+void gpukit_memmap_clear(gpukit_memmap *m, void (*release)(void *handle, void *ctx), void *ctx) {
+    pthread_mutex_lock(&m->lock);
+    for (size_t i = 0; i < m->n; i++)
+        release(m->ranges[i].handle, ctx);
+    free(m->ranges);
+    m->ranges = NULL;
+    m->n = m->cap = 0;
+    m->used = 0;
+    pthread_mutex_unlock(&m->lock);
+}
+
+void gpukit_memmap_fini(gpukit_memmap *m) {
+    free(m->ranges);
+    m->ranges = NULL;
+    m->n = m->cap = 0;
+    pthread_mutex_destroy(&m->lock);
+}
+
+/* The number of ranges that start at or below addr: the one holding addr is the last
+ * of them. Called with the lock held. */
+static size_t ranges_at_or_below(const gpukit_memmap *m, uint64_t addr) {
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->ranges[mid].addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+bool gpukit_memmap_add(gpukit_memmap *m, uint64_t addr, uint64_t size, void *handle) {
+    pthread_mutex_lock(&m->lock);
+    bool ok = true;
+    if (m->n == m->cap) {
+        size_t ncap = m->cap ? 2 * m->cap : 64;
+        gpukit_range *grown = realloc(m->ranges, ncap * sizeof *grown);
+        ok = grown != NULL;
+        if (ok) {
+            m->ranges = grown;
+            m->cap = ncap;
+        }
+    }
+    if (ok) {
+        size_t i = ranges_at_or_below(m, addr);
+        memmove(&m->ranges[i + 1], &m->ranges[i], (m->n - i) * sizeof *m->ranges);
+        m->ranges[i] = (gpukit_range){.addr = addr, .size = size, .handle = handle};
+        m->n++;
+        m->used += size;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return ok;
+}
+
+bool gpukit_memmap_remove(gpukit_memmap *m, uint64_t addr, void **handle, uint64_t *size) {
+    pthread_mutex_lock(&m->lock);
+    size_t i = ranges_at_or_below(m, addr);
+    bool found = i > 0 && m->ranges[i - 1].addr == addr;
+    if (found) {
+        i--;
+        *handle = m->ranges[i].handle;
+        *size = m->ranges[i].size;
+        m->used -= m->ranges[i].size;
+        memmove(&m->ranges[i], &m->ranges[i + 1], (m->n - i - 1) * sizeof *m->ranges);
+        m->n--;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return found;
+}
+
+bool gpukit_memmap_find(gpukit_memmap *m, uint64_t addr, uint64_t size, gpukit_range *range,
+                        uint64_t *offset) {
+    pthread_mutex_lock(&m->lock);
+    size_t i = ranges_at_or_below(m, addr);
+    bool ok = false;
+    if (i > 0) {
+        const gpukit_range *r = &m->ranges[i - 1];
+        uint64_t off = addr - r->addr;
+        ok = off < r->size ? size <= r->size - off : off == r->size && size == 0;
+        if (ok) {
+            *range = *r;
+            *offset = off;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return ok;
+}
+
+uint64_t gpukit_memmap_used(gpukit_memmap *m) {
+    pthread_mutex_lock(&m->lock);
+    uint64_t used = m->used;
+    pthread_mutex_unlock(&m->lock);
+    return used;
+}
