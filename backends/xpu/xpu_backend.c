@@ -343,14 +343,12 @@ static bp_status device_open(void *backend, int index, void **out_device) {
 static void device_close(void *device) {
     xpu_device *dev = device;
     xpu_modules_destroy(dev);
-    xpu_memmap_destroy(dev);
+    xpu_memory_release_all(dev);
 }
 
 static bp_status device_mem_info(void *device, uint64_t *out_free, uint64_t *out_total) {
     xpu_device *dev = device;
-    pthread_mutex_lock(&dev->mem.lock);
-    uint64_t used = dev->mem.used;
-    pthread_mutex_unlock(&dev->mem.lock);
+    uint64_t used = gpukit_memmap_used(&dev->mem);
     uint64_t total = dev->info.total_mem;
     if (out_free)
         *out_free = used < total ? total - used : 0;
@@ -386,7 +384,7 @@ static bp_status guard_get_current(void *backend, int *out_index) {
 static void free_backend(xpu_backend *be) {
     for (int i = 0; i < be->ndevices; i++) {
         xpu_device *dev = &be->devices[i];
-        pthread_mutex_destroy(&dev->mem.lock);
+        gpukit_memmap_fini(&dev->mem);
         pthread_mutex_destroy(&dev->streams_lock);
         pthread_mutex_destroy(&dev->modules_lock);
     }
@@ -420,7 +418,7 @@ static bp_status xpu_init(const bp_host_services *host, void **out_backend) {
                                 .ts = CLC_FIXED_TS,
                                 .max_wg = dev->info.max_wg,
                                 .local_mem = dev->info.local_mem};
-        xpu_memmap_init(&dev->mem);
+        gpukit_memmap_init(&dev->mem);
         pthread_mutex_init(&dev->streams_lock, NULL);
         pthread_mutex_init(&dev->modules_lock, NULL);
     }

@@ -5,9 +5,11 @@
  *   xpu_events.c    Level Zero events: pools per driver, reference-counted slots
  *   xpu_stream.c    streams (immediate command lists, one event per command) and events
  *   xpu_host_func.c host functions on streams (a host thread per stream)
- *   xpu_memory.c    device and host USM, the map of live allocations, copies, fills
+ *   xpu_memory.c    device and host USM, copies, fills
  *   xpu_module.c    modules from the embedded SPIR-V (or native binaries), kernels
  *   xpu_launch.c    what the shared kernels (backends/clc) need of a device
+ *
+ * The allocation map and the host-function thread are gpukit's (backends/gpukit).
  *
  * Locks, outermost first: a device's modules_lock; a stream's lock, then a kernel's
  * lock; a driver's event lock and a device's memory map lock are innermost. */
@@ -20,6 +22,7 @@
 #include <backplane/plugin.h>
 
 #include "clc.h"
+#include "gpukit.h"
 #include "xpu_api.h"
 
 #define XPU_NAME "xpu"
@@ -61,22 +64,6 @@ struct xpu_driver {
     xpu_events events;
 };
 
-/* A live device allocation: [addr, addr + size). */
-typedef struct xpu_block {
-    uint64_t addr;
-    uint64_t size;
-} xpu_block;
-
-/* The live allocations of a device, sorted by address (xpu_memory.c): a device pointer
- * the host computed (base + offset) translates back to its allocation, which is what
- * the shared kernels' overlap and bounds checks need. */
-typedef struct xpu_memmap {
-    pthread_mutex_t lock;
-    xpu_block *blocks;
-    size_t n, cap;
-    uint64_t used; /* bytes of live allocations */
-} xpu_memmap;
-
 /* What a Level Zero device is, found at init. */
 typedef struct xpu_device_info {
     ze_device_handle_t handle;
@@ -104,7 +91,9 @@ struct xpu_device {
     int index;
     xpu_device_info info;
     clc_device clc;             /* the kernels' view of the device; ops are xpu_launch.c's */
-    xpu_memmap mem;
+    gpukit_memmap mem;          /* the live allocations (gpukit.h): a device pointer the
+                                 * host computed (base + offset) translates back to its
+                                 * allocation for the kernels' checks and mem_info */
     pthread_mutex_t streams_lock;
     xpu_stream *streams;        /* every live stream, for device synchronize */
     pthread_mutex_t modules_lock;
@@ -128,7 +117,7 @@ struct xpu_stream {
     xpu_cmd *cmds;              /* in enqueue order; the last is the stream's newest */
     size_t n, cap;
     xpu_stream *next;
-    struct xpu_host_thread *host; /* runs its host functions; made at the first */
+    gpukit_host_thread *host;   /* runs its host functions; made at the first */
 };
 
 typedef struct xpu_event {
@@ -201,20 +190,16 @@ bp_status xpu_device_synchronize(xpu_device *dev);
 
 /* ---- xpu_host_func.c ---- */
 
-typedef struct xpu_host_thread xpu_host_thread;
 /* The stream vtable's enqueue_host: fn(arg) runs on the stream's host thread once the
  * work before it is done, and a link of the chain signalled from the host after it
  * holds the later work. */
 bp_status xpu_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg);
-/* stream_destroy (after synchronize: no host function pending): stops the thread. */
-void xpu_host_thread_stop(xpu_stream *s);
 
 /* ---- xpu_memory.c ---- */
 
 extern const bp_memory_vtable xpu_memory_vtable;
-void xpu_memmap_init(xpu_memmap *m);
 /* Frees every allocation still live (device close). */
-void xpu_memmap_destroy(xpu_device *dev);
+void xpu_memory_release_all(xpu_device *dev);
 /* The allocation's base address and the byte offset of device address `ptr` (inside a
  * live allocation of dev, or at its end when `size` is 0); `what` names it in the error. */
 bp_status xpu_translate(xpu_device *dev, const void *ptr, size_t size, void **out_base,

@@ -2,10 +2,10 @@
  *
  * Device memory is device USM (zeMemAllocDevice, 256-byte aligned): its pointers are
  * real device addresses, which the host's caching allocator offsets into and kernels
- * take as they are. The plugin keeps the live allocations of each device sorted by
- * address, so that a pointer translates to (allocation base, offset) for the shared
- * kernels' checks, and so that mem_info counts what is in use. Pinned host memory is
- * host USM (zeMemAllocHost).
+ * take as they are. The live allocations of each device are in gpukit's allocation map,
+ * so that a pointer translates to (allocation base, offset) for the shared kernels'
+ * checks, and so that mem_info counts what is in use. Pinned host memory is host USM
+ * (zeMemAllocHost).
  *
  * Copies and fills are commands of the stream (xpu_stream.c's chain). Host memory that
  * is not USM (malloc'd, "pageable") is not something the device may be given by the
@@ -22,60 +22,27 @@
 
 #define XPU_ALIGN 256
 
-void xpu_memmap_init(xpu_memmap *m) {
-    memset(m, 0, sizeof *m);
-    pthread_mutex_init(&m->lock, NULL);
+static void free_allocation(void *handle, void *ctx) {
+    xpu_device *dev = ctx;
+    dev->backend->api.zeMemFree(dev->driver->context, handle);
 }
 
-void xpu_memmap_destroy(xpu_device *dev) {
-    xpu_memmap *m = &dev->mem;
-    pthread_mutex_lock(&m->lock);
-    for (size_t i = 0; i < m->n; i++)
-        dev->backend->api.zeMemFree(dev->driver->context, (void *)(uintptr_t)m->blocks[i].addr);
-    free(m->blocks);
-    m->blocks = NULL;
-    m->n = m->cap = 0;
-    m->used = 0;
-    pthread_mutex_unlock(&m->lock);
-}
-
-/* Index of the block holding addr (the last block starting at or below it), or -1. */
-static ptrdiff_t find_block(const xpu_memmap *m, uint64_t addr) {
-    size_t lo = 0, hi = m->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->blocks[mid].addr <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (ptrdiff_t)lo - 1;
+void xpu_memory_release_all(xpu_device *dev) {
+    gpukit_memmap_clear(&dev->mem, free_allocation, dev);
 }
 
 bp_status xpu_translate(xpu_device *dev, const void *ptr, size_t size, void **out_base,
                         size_t *out_offset, const char *what) {
-    xpu_memmap *m = &dev->mem;
-    uint64_t addr = (uint64_t)(uintptr_t)ptr;
-    pthread_mutex_lock(&m->lock);
-    ptrdiff_t i = find_block(m, addr);
-    bool ok = false;
-    if (i >= 0) {
-        const xpu_block *b = &m->blocks[i];
-        uint64_t off = addr - b->addr;
-        /* The range must fit; an empty range may sit at the very end. */
-        ok = off < b->size ? size <= b->size - off : off == b->size && size == 0;
-        if (ok) {
-            *out_base = (void *)(uintptr_t)b->addr;
-            *out_offset = (size_t)off;
-        }
-    }
-    pthread_mutex_unlock(&m->lock);
-    if (!ok)
+    gpukit_range range;
+    uint64_t offset = 0;
+    if (!gpukit_memmap_find(&dev->mem, (uint64_t)(uintptr_t)ptr, size, &range, &offset))
         return dev->backend->host->set_error(
             BP_ERR_INVALID_ARGUMENT,
             "xpu:%d: %s: %zu bytes at device address %p are not inside one live allocation "
             "of this device",
             dev->index, what, size, ptr);
+    *out_base = (void *)(uintptr_t)range.addr;
+    *out_offset = (size_t)offset;
     return BP_OK;
 }
 
@@ -110,28 +77,12 @@ static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
         return out_of_memory(dev, size, r);
     if (r != ZE_RESULT_SUCCESS)
         return xpu_fail(dev, r, "zeMemAllocDevice");
-    uint64_t addr = (uint64_t)(uintptr_t)ptr;
-    xpu_memmap *m = &dev->mem;
-    pthread_mutex_lock(&m->lock);
-    if (m->n == m->cap) {
-        size_t ncap = m->cap ? 2 * m->cap : 64;
-        xpu_block *grown = realloc(m->blocks, ncap * sizeof *grown);
-        if (!grown) {
-            pthread_mutex_unlock(&m->lock);
-            api->zeMemFree(dev->driver->context, ptr);
-            return host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                   "xpu:%d: out of host memory for the allocation table",
-                                   dev->index);
-        }
-        m->blocks = grown;
-        m->cap = ncap;
+    if (!gpukit_memmap_add(&dev->mem, (uint64_t)(uintptr_t)ptr, size, ptr)) {
+        api->zeMemFree(dev->driver->context, ptr);
+        return host->set_error(BP_ERR_OUT_OF_MEMORY,
+                               "xpu:%d: out of host memory for the allocation table",
+                               dev->index);
     }
-    size_t at = (size_t)(find_block(m, addr) + 1);
-    memmove(&m->blocks[at + 1], &m->blocks[at], (m->n - at) * sizeof *m->blocks);
-    m->blocks[at] = (xpu_block){.addr = addr, .size = size};
-    m->n++;
-    m->used += size;
-    pthread_mutex_unlock(&m->lock);
     *out_ptr = ptr;
     return BP_OK;
 }
@@ -141,18 +92,9 @@ static void mem_free(void *device, void *ptr) {
     xpu_device *dev = device;
     if (!ptr)
         return;
-    xpu_memmap *m = &dev->mem;
-    uint64_t addr = (uint64_t)(uintptr_t)ptr;
-    bool found = false;
-    pthread_mutex_lock(&m->lock);
-    ptrdiff_t i = find_block(m, addr);
-    if (i >= 0 && m->blocks[i].addr == addr) {
-        found = true;
-        m->used -= m->blocks[i].size;
-        memmove(&m->blocks[i], &m->blocks[i + 1], (m->n - (size_t)i - 1) * sizeof *m->blocks);
-        m->n--;
-    }
-    pthread_mutex_unlock(&m->lock);
+    void *handle = NULL;
+    uint64_t size = 0;
+    bool found = gpukit_memmap_remove(&dev->mem, (uint64_t)(uintptr_t)ptr, &handle, &size);
     if (!found) {
         dev->backend->host->log(BP_LOG_ERROR, XPU_NAME,
                                 "xpu:%d: free of %p, which is not a live allocation of this "

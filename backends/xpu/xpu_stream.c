@@ -182,7 +182,7 @@ static void stream_destroy(void *stream) {
      * event is reset while the device may still signal it. */
     if (s->n > 0)
         dev->backend->api.zeEventHostSynchronize(s->cmds[s->n - 1].done->event, UINT64_MAX);
-    xpu_host_thread_stop(s);
+    gpukit_host_thread_stop(s->host);
     for (size_t i = 0; i < s->n; i++)
         cmd_release(s, &s->cmds[i]);
     free(s->cmds);
