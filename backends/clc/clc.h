@@ -62,6 +62,11 @@ int clc_kernel_index(clc_program_id id, const char *name);
 #define CLC_FIXED_TS 16
 #define CLC_FIXED_MIN_WG 256
 
+/* The dtypes the kernels take on a device: every dtype, f64 only with fp64. f16 and bf16
+ * are stored as 16-bit words and computed in f32 (kernels/prelude.cl), so neither needs
+ * the device's fp16. */
+uint32_t clc_device_dtypes(bool fp64);
+
 /* RWG and TS for a device whose largest work-group is max_wg. */
 void clc_device_params(size_t max_wg, size_t *rwg, int *ts);
 

@@ -30,6 +30,11 @@ int clc_kernel_index(clc_program_id id, const char *name) {
     return -1;
 }
 
+uint32_t clc_device_dtypes(bool fp64) {
+    uint32_t all = (1u << BP_DTYPE_COUNT) - 1u;
+    return fp64 ? all : all & ~BP_DTYPE_BIT(BP_DTYPE_F64);
+}
+
 void clc_device_params(size_t max_wg, size_t *rwg, int *ts) {
     size_t limit = max_wg < CLC_FIXED_RWG ? max_wg : CLC_FIXED_RWG;
     *rwg = 1;

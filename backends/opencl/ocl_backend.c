@@ -171,18 +171,6 @@ static bp_status check_index(ocl_backend *be, int index) {
     return BP_OK;
 }
 
-static uint32_t device_dtypes(const ocl_device_info *info) {
-    /* f16 and bf16 are stored as 16-bit words and computed in f32 (kernels/prelude.cl),
-     * so neither needs cl_khr_fp16; f64 needs cl_khr_fp64 for its conversions. */
-    uint32_t mask = BP_DTYPE_BIT(BP_DTYPE_F32) | BP_DTYPE_BIT(BP_DTYPE_F16) |
-                    BP_DTYPE_BIT(BP_DTYPE_BF16) | BP_DTYPE_BIT(BP_DTYPE_I8) |
-                    BP_DTYPE_BIT(BP_DTYPE_U8) | BP_DTYPE_BIT(BP_DTYPE_I32) |
-                    BP_DTYPE_BIT(BP_DTYPE_I64) | BP_DTYPE_BIT(BP_DTYPE_BOOL);
-    if (info->fp64)
-        mask |= BP_DTYPE_BIT(BP_DTYPE_F64);
-    return mask;
-}
-
 static bp_status device_get_props(void *backend, int index, bp_backend_device_props *props) {
     ocl_backend *be = backend;
     bp_status st = check_index(be, index);
@@ -198,7 +186,7 @@ static bp_status device_get_props(void *backend, int index, bp_backend_device_pr
              be->spirv ? " (BP_OPENCL_PROGRAM=spirv)" : "");
     p.total_memory = info->global_mem;
     p.capabilities = BP_CAP_ASYNC_STREAMS | (info->profiling ? BP_CAP_TIMED_EVENTS : 0u);
-    p.dtypes = device_dtypes(info);
+    p.dtypes = clc_device_dtypes(info->fp64);
     p.stream_priority_least = 0;
     p.stream_priority_greatest = 0;
     bp_props_copy_out(props, &p);

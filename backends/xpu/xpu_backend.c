@@ -294,18 +294,6 @@ static bp_status check_index(xpu_backend *be, int index) {
     return BP_OK;
 }
 
-static uint32_t device_dtypes(const xpu_device_info *info) {
-    /* As on OpenCL (the same kernels): f16 and bf16 are stored as 16-bit words and
-     * computed in f32, so neither needs fp16; f64 needs the device's fp64. */
-    uint32_t mask = BP_DTYPE_BIT(BP_DTYPE_F32) | BP_DTYPE_BIT(BP_DTYPE_F16) |
-                    BP_DTYPE_BIT(BP_DTYPE_BF16) | BP_DTYPE_BIT(BP_DTYPE_I8) |
-                    BP_DTYPE_BIT(BP_DTYPE_U8) | BP_DTYPE_BIT(BP_DTYPE_I32) |
-                    BP_DTYPE_BIT(BP_DTYPE_I64) | BP_DTYPE_BIT(BP_DTYPE_BOOL);
-    if (info->fp64)
-        mask |= BP_DTYPE_BIT(BP_DTYPE_F64);
-    return mask;
-}
-
 static bp_status device_get_props(void *backend, int index, bp_backend_device_props *props) {
     xpu_backend *be = backend;
     bp_status st = check_index(be, index);
@@ -321,7 +309,7 @@ static bp_status device_get_props(void *backend, int index, bp_backend_device_pr
     p.capabilities = BP_CAP_ASYNC_STREAMS | BP_CAP_PINNED_HOST |
                      (info->timer_hz ? BP_CAP_TIMED_EVENTS : 0u) |
                      (info->peer_all ? BP_CAP_PEER_COPY : 0u);
-    p.dtypes = device_dtypes(info);
+    p.dtypes = clc_device_dtypes(info->fp64);
     p.stream_priority_least = 0;
     p.stream_priority_greatest = 0;
     snprintf(p.features, sizeof p.features, "%s", info->features);
