@@ -63,15 +63,17 @@ test: test-release test-asan test-stress
 test-release: build intel-opencl
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -LE 'stress|full'
 
-# Sanitized processes see PoCL alone among the OpenCL ICDs: another ICD may dlopen a
-# library with RTLD_DEEPBIND, which the sanitizers' runtime refuses, killing any process
-# that initialises the opencl plugin (Intel's GPU ICD of intel-opencl-icd, which the xpu
-# plugin's tests install, does so under WSL). Tests that name their ICDs still do.
+# Sanitized processes see PoCL alone among the OpenCL ICDs and no Level Zero driver:
+# Intel's GPU ICD and its Level Zero driver (intel-opencl-icd, which the xpu plugin's tests
+# install) dlopen a library with RTLD_DEEPBIND under WSL, which the sanitizers' runtime
+# refuses, killing any process that initialises the opencl or xpu plugin. Tests that name
+# their ICDs or Level Zero drivers still do (and skip themselves in sanitizer builds).
 POCL_ICD = /etc/OpenCL/vendors/pocl.icd
-SANITIZED_ICDS = $(if $(wildcard $(POCL_ICD)),OCL_ICD_VENDORS=$(POCL_ICD))
+SANITIZED_ENV = $(if $(wildcard $(POCL_ICD)),OCL_ICD_VENDORS=$(POCL_ICD)) \
+	ZE_ENABLE_ALT_DRIVERS=/nonexistent/sanitized-build/libze_no_driver.so.1
 
 test-asan: build-asan intel-opencl
-	$(SANITIZED_ICDS) ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	$(SANITIZED_ENV) ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --test-dir $(ASAN_BUILD_DIR) --output-on-failure -j $(JOBS) -LE 'stress|full'
 
 STRESS_ITERATIONS ?= 5
@@ -87,7 +89,7 @@ stress: build
 
 # The concurrency tests (label "concurrency") under ThreadSanitizer; any report fails.
 test-tsan: build-tsan
-	$(SANITIZED_ICDS) TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	$(SANITIZED_ENV) TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 		ctest --test-dir $(TSAN_BUILD_DIR) --output-on-failure -j $(JOBS) -L concurrency
 
 # Every test of the aarch64 build (as test-release does natively), each program run under
