@@ -1,11 +1,12 @@
 # backplane_add_plugin(<name> SOURCES <file>...)
 #
 # Builds the plugin <name> as the MODULE library target <name>, written as
-# libbp_<name>.so (the file name the plugin loader looks for), compiled against the
-# public headers with hidden visibility. Only bp_plugin_entry is exported (the linker
-# version script beside this file hides everything else, static libraries linked in
-# included): declare it with BP_PLUGIN_EXPORT (<backplane/plugin.h>). The install rule
-# puts the plugin in BACKPLANE_PLUGIN_DIR, where libbackplane and bp-info find it.
+# libbp_<name>.so (the file name the plugin loader looks for), compiled with
+# backplane::plugin (the public headers, hidden visibility; no libbackplane). Only
+# bp_plugin_entry is exported (the linker version script beside this file hides every
+# other symbol, those of static libraries linked in too): declare it with
+# BP_PLUGIN_EXPORT (<backplane/plugin.h>). The install rule puts the plugin in
+# BACKPLANE_PLUGIN_DIR, where libbackplane and bp-info find it.
 set(BACKPLANE_PLUGIN_VERSION_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/backplane-plugin.map")
 
 function(backplane_add_plugin name)
@@ -31,7 +32,6 @@ function(backplane_add_plugin name)
     PREFIX ""
     OUTPUT_NAME libbp_${name}
     SUFFIX ".so"
-    C_VISIBILITY_PRESET hidden
     LINK_DEPENDS "${BACKPLANE_PLUGIN_VERSION_SCRIPT}")
   install(TARGETS ${name} LIBRARY DESTINATION "${BACKPLANE_PLUGIN_DIR}")
 endfunction()
