@@ -36,5 +36,5 @@ add_test(NAME sdk_app
           ${CMAKE_CURRENT_BINARY_DIR}/sdk/app ${bp_sdk_prefix} ${CMAKE_INSTALL_LIBDIR}
           ${CMAKE_C_COMPILER} ${bp_sdk_compiler})
 set_tests_properties(sdk_app PROPERTIES FIXTURES_REQUIRED bp_sdk_prefix TIMEOUT 300
-  ENVIRONMENT "BP_SDK_CFLAGS=${bp_sdk_cflags};${bp_emulator_env};BP_PLUGIN_PATH=;BP_PLUGINS=;BP_DEVICE=;BP_AUTOLOAD=;BP_TRACE_OPS=;BP_PROFILE=;BP_CPU_FALLBACK=;CMAKE_PREFIX_PATH=;PKG_CONFIG_PATH=;PKG_CONFIG_SYSROOT_DIR=;CFLAGS=;LDFLAGS="
+  ENVIRONMENT "BP_SDK_CFLAGS=${bp_sdk_cflags};${bp_emulator_env};${bp_pocl_env};BP_PLUGIN_PATH=;BP_PLUGINS=;BP_DEVICE=;BP_AUTOLOAD=;BP_TRACE_OPS=;BP_PROFILE=;BP_CPU_FALLBACK=;CMAKE_PREFIX_PATH=;PKG_CONFIG_PATH=;PKG_CONFIG_SYSROOT_DIR=;CFLAGS=;LDFLAGS="
   PASS_REGULAR_EXPRESSION "cmake: sdk_app: cpu:0 round trip ok.*pkg-config: sdk_app: cpu:0 round trip ok")
