@@ -8,6 +8,12 @@ add_test(NAME sdk_install COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${PROJECT_BINARY_
 set_tests_properties(sdk_install PROPERTIES FIXTURES_SETUP bp_sdk_prefix ENVIRONMENT "DESTDIR="
   TIMEOUT 120)
 
+# No install() rule is left without a component (nothing falls into "Unspecified").
+add_test(NAME sdk_install_components COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${PROJECT_BINARY_DIR}
+  -DPREFIX=${CMAKE_CURRENT_BINARY_DIR}/sdk/unspecified
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/check_install_components.cmake)
+set_tests_properties(sdk_install_components PROPERTIES ENVIRONMENT "DESTDIR=" TIMEOUT 120)
+
 # The install tree: libbackplane.so.<major> with its SONAME, only bp_ symbols exported,
 # and the CMake package and .pc files free of paths into this source or build tree.
 set(bp_sdk_library ${bp_sdk_prefix}/${CMAKE_INSTALL_LIBDIR}/libbackplane.so.${PROJECT_VERSION_MAJOR})
