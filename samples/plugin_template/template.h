@@ -35,7 +35,8 @@ typedef struct template_device {
     int index;
     atomic_ullong used;         /* bytes handed out by alloc */
     /* Work enqueued on any stream of the device and not finished: device synchronize
-     * waits until it is 0. */
+     * waits until it is 0 (so also for work other threads enqueue meanwhile, which a
+     * runtime's own device synchronize may not; both are correct). */
     pthread_mutex_t lock;
     pthread_cond_t idle;
     uint64_t pending;
