@@ -54,7 +54,6 @@ typedef void (*template_work_fn)(void *args);
 /* Enqueues run with a copy of `size` bytes of `args` on the stream. */
 bp_status template_submit(template_stream *stream, template_work_fn run, const void *args,
                           size_t size);
-template_device *template_stream_device(template_stream *stream);
 
 extern const bp_stream_vtable template_stream_vtable;
 bp_status template_device_synchronize(void *device);
