@@ -58,9 +58,8 @@ check_root() {
   libdir=$(dirname "$library")
 
   # The template as libbackplane-dev installs it, copied to a directory of its own.
-  local template
-  template=$(find "$usr/share" -type d -name plugin_template -print -quit)
-  [ -n "$template" ] || fail "libbackplane-dev ships no plugin_template under usr/share"
+  local template=$usr/share/backplane/plugin_template
+  [ -d "$template" ] || fail "libbackplane-dev ships no usr/share/backplane/plugin_template"
   cp -r "$template" "$work/template"
 
   echo "== the template with CMake: find_package(backplane) in $usr"
@@ -70,9 +69,8 @@ check_root() {
   local plugin=$work/template-cmake/libbp_template.so
   [ -f "$plugin" ] || fail "the template's CMake build made no libbp_template.so"
 
-  # The .pc files name /usr: PKG_CONFIG_SYSROOT_DIR points their paths into the root.
-  local pkgconfig=(env PKG_CONFIG_LIBDIR="$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$work/root"
-                   pkg-config)
+  # The .pc files find their prefix from their own place (${pcfiledir}): the root's.
+  local pkgconfig=(env PKG_CONFIG_LIBDIR="$libdir/pkgconfig" pkg-config)
   echo "== the template with pkg-config: backplane-plugin.pc"
   # shellcheck disable=SC2046 # the flags are words
   cc -shared -o "$work/libbp_template_pc.so" "$work"/template/*.c \
