@@ -66,6 +66,11 @@ function(bp_deb_package component package section description)
     COMPONENT ${component} EXCLUDE_FROM_ALL)
 endfunction()
 
+# lintian's overrides of libbackplane-dev, each with its reason.
+install(FILES ${bp_deb_dir}/libbackplane-dev/lintian-overrides
+  DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides RENAME libbackplane-dev
+  COMPONENT dev EXCLUDE_FROM_ALL)
+
 set(bp_deb_about "backplane is a hardware abstraction layer for compute devices: one C API,
 device backends loaded as plugins, a dispatcher and an op library.")
 
