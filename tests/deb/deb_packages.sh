@@ -44,7 +44,7 @@ check_lintian() {
 }
 
 check_root() {
-  local work=$3 example=$4
+  local work=$2 example=$3
   find_debs "$1"
   rm -rf "$work"
   mkdir -p "$work/root"
@@ -65,6 +65,8 @@ check_root() {
   echo "== the template with CMake: find_package(backplane) in $usr"
   cmake -S "$work/template" -B "$work/template-cmake" -DCMAKE_PREFIX_PATH="$usr" \
     -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+  grep -qx "backplane_DIR:PATH=$libdir/cmake/backplane" "$work/template-cmake/CMakeCache.txt" \
+    || fail "find_package(backplane) did not take the root's $libdir/cmake/backplane"
   cmake --build "$work/template-cmake"
   local plugin=$work/template-cmake/libbp_template.so
   [ -f "$plugin" ] || fail "the template's CMake build made no libbp_template.so"
@@ -84,7 +86,10 @@ check_root() {
   echo "== the README's example with pkg-config: backplane.pc"
   # shellcheck disable=SC2046
   cc -o "$work/readme_example" "$example" $("${pkgconfig[@]}" --cflags --libs backplane)
-  LD_LIBRARY_PATH="$libdir" BP_PLUGIN_PATH= BP_DEVICE= "$work/readme_example"
+  local said
+  said=$(LD_LIBRARY_PATH="$libdir" BP_PLUGIN_PATH= BP_DEVICE= "$work/readme_example")
+  echo "$said"
+  [ "$said" = "cpu:0 round trip ok" ] || fail "the README's example said: $said"
 }
 
 case "${1:-}" in
