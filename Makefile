@@ -53,9 +53,16 @@ build-arm: deps-arm
 # libbackplane-dev, backplane-tools, backplane-plugin-{opencl,xpu,cuda}. A build of their
 # own, configured for /usr (the paths the library and the .pc files have compiled in),
 # without the tests; `make test` checks them (tests/deb/deb.cmake).
+# Compiled with Debian's hardening flags (dpkg-buildflags, all features), as a Debian
+# package build is.
+DEB_BUILDFLAGS = DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get
 package: deps
 	$(BUILD_UMASK) cmake -S . -B $(DEB_BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-		-DCMAKE_INSTALL_PREFIX=/usr -DBP_BUILD_TESTS=OFF $(CMAKE_FLAGS)
+		-DCMAKE_INSTALL_PREFIX=/usr -DBP_BUILD_TESTS=OFF \
+		-DCMAKE_C_FLAGS="$$($(DEB_BUILDFLAGS) CFLAGS) $$($(DEB_BUILDFLAGS) CPPFLAGS)" \
+		-DCMAKE_EXE_LINKER_FLAGS="$$($(DEB_BUILDFLAGS) LDFLAGS)" \
+		-DCMAKE_SHARED_LINKER_FLAGS="$$($(DEB_BUILDFLAGS) LDFLAGS)" \
+		-DCMAKE_MODULE_LINKER_FLAGS="$$($(DEB_BUILDFLAGS) LDFLAGS)" $(CMAKE_FLAGS)
 	$(BUILD_UMASK) cmake --build $(DEB_BUILD_DIR) -j $(JOBS)
 	rm -f $(DEB_BUILD_DIR)/packages/*.deb
 	cd $(DEB_BUILD_DIR) && $(BUILD_UMASK) cpack
