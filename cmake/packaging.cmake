@@ -71,6 +71,30 @@ install(FILES ${bp_deb_dir}/libbackplane-dev/lintian-overrides
   DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides RENAME libbackplane-dev
   COMPONENT dev EXCLUDE_FROM_ALL)
 
+# backplane-tools: a manual page per tool (Debian policy 12.1), made from its --help.
+set(bp_deb_man_dir ${CMAKE_BINARY_DIR}/packaging/man)
+set(bp_deb_man_pages "")
+foreach(tool_and_summary IN ITEMS
+    "bp-info|list the backplane plugins and devices"
+    "bp-conformance|run the backplane conformance suite against a device"
+    "bp-bench|benchmarks of backplane's allocator, dispatch and ops")
+  string(REPLACE "|" ";" tool_and_summary "${tool_and_summary}")
+  list(GET tool_and_summary 0 tool)
+  list(GET tool_and_summary 1 summary)
+  string(REPLACE ";" "\\;" emulator "${CMAKE_CROSSCOMPILING_EMULATOR}")
+  add_custom_command(OUTPUT ${bp_deb_man_dir}/${tool}.1.gz
+    COMMAND ${CMAKE_COMMAND} -DPROGRAM=$<TARGET_FILE:${tool}> "-DEMULATOR=${emulator}"
+            -DNAME=${tool} "-DSUMMARY=${summary}" -DVERSION=${PROJECT_VERSION}
+            -DOUTPUT=${bp_deb_man_dir}/${tool}.1 -P ${bp_deb_dir}/../help_to_man.cmake
+    COMMAND ${BP_GZIP} -9 -n -f ${bp_deb_man_dir}/${tool}.1
+    DEPENDS ${tool} ${bp_deb_dir}/../help_to_man.cmake
+    COMMENT "Manual page of ${tool}" VERBATIM)
+  list(APPEND bp_deb_man_pages ${bp_deb_man_dir}/${tool}.1.gz)
+endforeach()
+add_custom_target(bp_deb_man_pages ALL DEPENDS ${bp_deb_man_pages})
+install(FILES ${bp_deb_man_pages} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+  COMPONENT tools EXCLUDE_FROM_ALL)
+
 set(bp_deb_about "backplane is a hardware abstraction layer for compute devices: one C API,
 device backends loaded as plugins, a dispatcher and an op library.")
 
