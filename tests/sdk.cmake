@@ -8,6 +8,12 @@ add_test(NAME sdk_install COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${PROJECT_BINARY_
 set_tests_properties(sdk_install PROPERTIES FIXTURES_SETUP bp_sdk_prefix ENVIRONMENT "DESTDIR="
   TIMEOUT 120)
 
+# No install() rule is left without a component (nothing falls into "Unspecified").
+add_test(NAME sdk_install_components COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${PROJECT_BINARY_DIR}
+  -DPREFIX=${CMAKE_CURRENT_BINARY_DIR}/sdk/unspecified
+  -P ${CMAKE_CURRENT_SOURCE_DIR}/check_install_components.cmake)
+set_tests_properties(sdk_install_components PROPERTIES ENVIRONMENT "DESTDIR=" TIMEOUT 120)
+
 # The install tree: libbackplane.so.<major> with its SONAME, only bp_ symbols exported,
 # and the CMake package and .pc files free of paths into this source or build tree.
 set(bp_sdk_library ${bp_sdk_prefix}/${CMAKE_INSTALL_LIBDIR}/libbackplane.so.${PROJECT_VERSION_MAJOR})
@@ -35,6 +41,11 @@ add_test(NAME sdk_app
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/sdk_app.sh ${PROJECT_SOURCE_DIR}/samples/sdk_app
           ${CMAKE_CURRENT_BINARY_DIR}/sdk/app ${bp_sdk_prefix} ${CMAKE_INSTALL_LIBDIR}
           ${CMAKE_C_COMPILER} ${bp_sdk_compiler})
+# Nothing of the caller's environment reaches the builds (search paths, flags) or the
+# programs (plugin and device choices).
+set(bp_sdk_app_env "BP_SDK_CFLAGS=${bp_sdk_cflags}" "${bp_emulator_env}" "${bp_pocl_env}"
+  CMAKE_PREFIX_PATH= PKG_CONFIG_PATH= PKG_CONFIG_SYSROOT_DIR= CFLAGS= LDFLAGS=
+  BP_PLUGIN_PATH= BP_PLUGINS= BP_DEVICE= BP_AUTOLOAD= BP_TRACE_OPS= BP_PROFILE= BP_CPU_FALLBACK=)
 set_tests_properties(sdk_app PROPERTIES FIXTURES_REQUIRED bp_sdk_prefix TIMEOUT 300
-  ENVIRONMENT "BP_SDK_CFLAGS=${bp_sdk_cflags};${bp_emulator_env};BP_PLUGIN_PATH=;BP_PLUGINS=;BP_DEVICE=;BP_AUTOLOAD=;BP_TRACE_OPS=;BP_PROFILE=;BP_CPU_FALLBACK=;CMAKE_PREFIX_PATH=;PKG_CONFIG_PATH=;PKG_CONFIG_SYSROOT_DIR=;CFLAGS=;LDFLAGS="
+  ENVIRONMENT "${bp_sdk_app_env}"
   PASS_REGULAR_EXPRESSION "cmake: sdk_app: cpu:0 round trip ok.*pkg-config: sdk_app: cpu:0 round trip ok")

@@ -26,7 +26,7 @@ echo "== find_package(backplane) with CMAKE_PREFIX_PATH=$prefix"
 cmake -S "$work/src" -B "$work/cmake-build" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_C_FLAGS="${cflags[*]}" "$@" | tee "$work/cmake-configure.log"
 # The package found must be the prefix's, not one installed elsewhere on the machine.
-grep -q "backplane .* from $prefix/$libdir/cmake/backplane" "$work/cmake-configure.log" || {
+grep -qF "from $prefix/$libdir/cmake/backplane" "$work/cmake-configure.log" || {
   echo "find_package(backplane) did not find the package in $prefix" >&2
   exit 1
 }
