@@ -35,7 +35,8 @@ typedef struct template_device {
     int index;
     atomic_ullong used;         /* bytes handed out by alloc */
     /* Work enqueued on any stream of the device and not finished: device synchronize
-     * waits until it is 0. */
+     * waits until it is 0 (so also for work other threads enqueue meanwhile, which a
+     * runtime's own device synchronize may not; both are correct). */
     pthread_mutex_t lock;
     pthread_cond_t idle;
     uint64_t pending;
@@ -53,7 +54,6 @@ typedef void (*template_work_fn)(void *args);
 /* Enqueues run with a copy of `size` bytes of `args` on the stream. */
 bp_status template_submit(template_stream *stream, template_work_fn run, const void *args,
                           size_t size);
-template_device *template_stream_device(template_stream *stream);
 
 extern const bp_stream_vtable template_stream_vtable;
 bp_status template_device_synchronize(void *device);

@@ -28,8 +28,6 @@ struct template_stream {
     bool stopping;
 };
 
-template_device *template_stream_device(template_stream *stream) { return stream->device; }
-
 static void device_work_added(template_device *dev) {
     pthread_mutex_lock(&dev->lock);
     dev->pending++;
