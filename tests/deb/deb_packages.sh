@@ -5,10 +5,11 @@
 #   deb_packages.sh lintian <package dir>
 #       lintian on every package; any error fails.
 #   deb_packages.sh root <package dir> <work dir> <readme_example.c>
-#       unpacks every package (dpkg-deb -x) into <work dir>/root, then against that root
-#       alone: builds the plugin template libbackplane-dev ships with CMake (find_package)
-#       and with pkg-config (backplane-plugin.pc), runs the root's bp-conformance on the
-#       CMake one, and builds the README's example with pkg-config (backplane.pc) and runs it.
+#       unpacks every package (dpkg-deb -x) into <work dir>/root, checks that the root's
+#       bp-info loads every packaged plugin from there, then against that root alone:
+#       builds the plugin template libbackplane-dev ships with CMake (find_package) and
+#       with pkg-config (backplane-plugin.pc), runs the root's bp-conformance on the CMake
+#       one, and builds the README's example with pkg-config (backplane.pc) and runs it.
 set -euo pipefail
 # The loader refuses plugins in group- or world-writable directories (hal/plugin_file.c).
 umask 022
@@ -56,6 +57,16 @@ check_root() {
   [ -n "$library" ] || fail "no libbackplane.so.0 in the packages"
   local libdir
   libdir=$(dirname "$library")
+
+  echo "== the root's bp-info: every packaged plugin loaded from beside the root's library"
+  local info plugin_file
+  info=$(BP_PLUGIN_PATH= "$usr/bin/bp-info")
+  echo "$info"
+  for plugin_file in "$libdir"/backplane/plugins/libbp_*.so; do
+    awk -v path="$plugin_file" '$NF == path && $(NF - 2) == "loaded" { found = 1 }
+                                END { exit !found }' <<<"$info" \
+      || fail "bp-info of the root does not list $plugin_file as loaded"
+  done
 
   # The template as libbackplane-dev installs it, copied to a directory of its own.
   local template=$usr/share/backplane/plugin_template
