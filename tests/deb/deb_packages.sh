@@ -60,7 +60,7 @@ check_root() {
 
   echo "== the root's bp-info: every packaged plugin loaded from beside the root's library"
   local info plugin_file
-  info=$(BP_PLUGIN_PATH= "$usr/bin/bp-info")
+  info=$(BP_PLUGIN_PATH='' "$usr/bin/bp-info")
   echo "$info"
   for plugin_file in "$libdir"/backplane/plugins/libbp_*.so; do
     awk -v path="$plugin_file" '$NF == path && $(NF - 2) == "loaded" { found = 1 }
@@ -92,13 +92,13 @@ check_root() {
     || fail "the pkg-config build of the template exports no bp_plugin_entry"
 
   echo "== the root's bp-conformance on the template (BP_PLUGIN_PATH=$plugin)"
-  BP_PLUGIN_PATH="$plugin" BP_PLUGINS= BP_DEVICE= "$usr/bin/bp-conformance" --device template:0
+  BP_PLUGIN_PATH="$plugin" BP_PLUGINS='' BP_DEVICE='' "$usr/bin/bp-conformance" --device template:0
 
   echo "== the README's example with pkg-config: backplane.pc"
   # shellcheck disable=SC2046
   cc -o "$work/readme_example" "$example" $("${pkgconfig[@]}" --cflags --libs backplane)
   local said
-  said=$(LD_LIBRARY_PATH="$libdir" BP_PLUGIN_PATH= BP_DEVICE= "$work/readme_example")
+  said=$(LD_LIBRARY_PATH="$libdir" BP_PLUGIN_PATH='' BP_DEVICE='' "$work/readme_example")
   echo "$said"
   [ "$said" = "cpu:0 round trip ok" ] || fail "the README's example said: $said"
 }
