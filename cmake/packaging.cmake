@@ -22,6 +22,8 @@ endif()
 
 set(BP_DEB_MAINTAINER "backplane maintainers <maintainers@users.noreply.a-seed-0ae4fe5b.example>"
   CACHE STRING "The Maintainer field of the Debian packages")
+# No Homepage field unless given: the project has no public home page yet.
+set(BP_DEB_HOMEPAGE "" CACHE STRING "The Homepage field of the Debian packages (none when empty)")
 
 # The Debian version (upstream-revision) is the top entry of packaging/debian/changelog,
 # whose upstream part must be this project's version.
@@ -160,6 +162,9 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME backplane)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_CONTACT ${BP_DEB_MAINTAINER})
+if(BP_DEB_HOMEPAGE)
+  set(CPACK_DEBIAN_PACKAGE_HOMEPAGE ${BP_DEB_HOMEPAGE})
+endif()
 set(CPACK_PACKAGE_DIRECTORY ${CMAKE_BINARY_DIR}/packages)
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_DEB_COMPONENT_INSTALL ON)
