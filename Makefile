@@ -4,13 +4,14 @@ ASAN_BUILD_DIR ?= build-asan
 TSAN_BUILD_DIR ?= build-tsan
 ARM_BUILD_DIR ?= build-arm
 ARM_ASAN_BUILD_DIR ?= build-arm-asan
+DEB_BUILD_DIR ?= build-deb
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 # The loader refuses plugins in group- or world-writable directories (hal/plugin_file.c):
 # build trees are made with umask 022 whatever the caller's (e.g. Ubuntu's 002).
 BUILD_UMASK = umask 022 &&
 
-.PHONY: all deps deps-arm intel-opencl build build-asan build-tsan build-arm demo test test-release \
+.PHONY: all deps deps-arm intel-opencl build build-asan build-tsan build-arm package demo test test-release \
 	test-asan test-stress stress test-tsan test-arm test-arm-asan bench clean
 
 all: build
@@ -28,7 +29,8 @@ intel-opencl: deps
 	@scripts/intel-opencl.sh
 
 build: deps
-	$(BUILD_UMASK) cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+	$(BUILD_UMASK) cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DBP_DEB_PACKAGE_DIR=$(CURDIR)/$(DEB_BUILD_DIR)/packages $(CMAKE_FLAGS)
 	$(BUILD_UMASK) cmake --build $(BUILD_DIR) -j $(JOBS)
 
 build-asan: deps
@@ -47,6 +49,24 @@ build-arm: deps-arm
 		-DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
 	$(BUILD_UMASK) cmake --build $(ARM_BUILD_DIR) -j $(JOBS)
 
+# The Debian packages (cmake/packaging.cmake) in $(DEB_BUILD_DIR)/packages: libbackplane0,
+# libbackplane-dev, backplane-tools, backplane-plugin-{opencl,xpu,cuda}. A build of their
+# own, configured for /usr (the paths the library and the .pc files have compiled in),
+# without the tests; `make test` checks them (tests/deb/deb.cmake).
+# Compiled with Debian's hardening flags (dpkg-buildflags, all features), as a Debian
+# package build is.
+DEB_BUILDFLAGS = DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get
+package: deps
+	$(BUILD_UMASK) cmake -S . -B $(DEB_BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DCMAKE_INSTALL_PREFIX=/usr -DBP_BUILD_TESTS=OFF \
+		-DCMAKE_C_FLAGS="$$($(DEB_BUILDFLAGS) CFLAGS) $$($(DEB_BUILDFLAGS) CPPFLAGS)" \
+		-DCMAKE_EXE_LINKER_FLAGS="$$($(DEB_BUILDFLAGS) LDFLAGS)" \
+		-DCMAKE_SHARED_LINKER_FLAGS="$$($(DEB_BUILDFLAGS) LDFLAGS)" \
+		-DCMAKE_MODULE_LINKER_FLAGS="$$($(DEB_BUILDFLAGS) LDFLAGS)" $(CMAKE_FLAGS)
+	$(BUILD_UMASK) cmake --build $(DEB_BUILD_DIR) -j $(JOBS)
+	rm -f $(DEB_BUILD_DIR)/packages/*.deb
+	cd $(DEB_BUILD_DIR) && $(BUILD_UMASK) cpack
+
 # Runs the main job, sliced attention under each schedule (samples/sliced_attention.c),
 # on the default device (BP_DEVICE picks another; DEMO_ARGS passes options, e.g.
 # DEMO_ARGS="--shape 8,32,2048,128 --slices 256"). device_tour is built too.
@@ -60,7 +80,7 @@ demo: build
 # (bp-conformance --level full) are left out: run them with ctest -L full.
 test: test-release test-asan test-stress
 
-test-release: build intel-opencl
+test-release: build intel-opencl package
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -LE 'stress|full'
 
 # Sanitized processes see PoCL alone among the OpenCL ICDs and no Level Zero driver:
@@ -133,4 +153,5 @@ bench: build
 	$(BUILD_DIR)/bin/bp-bench ops
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) $(TSAN_BUILD_DIR) $(ARM_BUILD_DIR) $(ARM_ASAN_BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) $(TSAN_BUILD_DIR) $(ARM_BUILD_DIR) $(ARM_ASAN_BUILD_DIR) \
+		$(DEB_BUILD_DIR)

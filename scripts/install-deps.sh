@@ -23,6 +23,9 @@ case "${1:-}" in
     # python3 with venv: scripts/intel-opencl.sh installs Intel's OpenCL CPU runtime from
     # PyPI into a virtual environment of the project (make test runs it).
     packages+=(python3 python3-venv)
+    # The Debian packages (`make package`, cmake/packaging.cmake): dpkg-shlibdeps (dpkg-dev)
+    # and file, which CPack's DEB generator runs; lintian, which tests/deb/deb.cmake runs.
+    packages+=(dpkg-dev file lintian)
     ;;
   --arm)
     # No OpenCL loader or PoCL of arm64: the cross build's OpenCL tests that need a device
