@@ -54,7 +54,7 @@ static ocl_create_program_with_il_fn il_function(ocl_device *dev, char *why, siz
     il_versions(api, dev->info.id, ils, sizeof ils);
     if (!strstr(ils, "SPIR-V")) {
         snprintf(why, n,
-                 "the device takes no SPIR-V (CL_DEVICE_IL_VERSION is '%s'%s; %s)", ils,
+                 "the device takes no SPIR-V (CL_DEVICE_IL_VERSION is '%.120s'%s; %.100s)", ils,
                  dev->info.il_program_khr ? "" : ", no cl_khr_il_program", dev->info.version);
         return NULL;
     }
@@ -67,8 +67,8 @@ static ocl_create_program_with_il_fn il_function(ocl_device *dev, char *why, siz
     if (khr)
         return (ocl_create_program_with_il_fn)khr;
     snprintf(why, n,
-             "the device lists '%s' but neither clCreateProgramWithIL (OpenCL 2.1; the "
-             "device is '%s', the loader %s it) nor cl_khr_il_program's "
+             "the device lists '%.80s' but neither clCreateProgramWithIL (OpenCL 2.1; the "
+             "device is '%.60s', the loader %s it) nor cl_khr_il_program's "
              "clCreateProgramWithILKHR is there",
              ils, dev->info.version, api->clCreateProgramWithIL ? "has" : "lacks");
     return NULL;
