@@ -96,10 +96,8 @@ bp_intel_opencl_test(conformance_opencl_intel_spirv_no_fp64 EXIT 0
 set_property(TEST conformance_opencl_intel_spirv_no_fp64 APPEND PROPERTY ENVIRONMENT
   "BP_OPENCL_PROGRAM=spirv;BP_OPENCL_FP64=0")
 # A variant without a module: a cast into f64 on a device without fp64.
-add_executable(opencl_spirv_no_module opencl_spirv_no_module.c)
-target_link_libraries(opencl_spirv_no_module PRIVATE backplane)
-bp_project_target(opencl_spirv_no_module)
-bp_intel_opencl_test(opencl_intel_spirv_no_module EXIT 0 EXE $<TARGET_FILE:opencl_spirv_no_module>
+bp_intel_opencl_test(opencl_intel_spirv_no_module EXIT 0 EXE $<TARGET_FILE:f64_cast_error>
+  ARGS opencl:0
   EXPECT "bp_copy f32 -> f64: [^\n]*: opencl:0: no SPIR-V module of the 'convert' kernels for BP_DT=3 on a device without fp64 \\(BP_OPENCL_PROGRAM=spirv; ")
 set_property(TEST opencl_intel_spirv_no_module APPEND PROPERTY ENVIRONMENT
   "BP_OPENCL_PROGRAM=spirv;BP_OPENCL_FP64=0")

@@ -140,18 +140,15 @@ endif()
 
 # Kernels the plugin cannot build for the device: work-groups below the modules' 256
 # work-items, and a cast into f64 on a device without fp64 (no module of that variant).
-add_executable(xpu_convert_error xpu/xpu_convert_error.c)
-target_link_libraries(xpu_convert_error PRIVATE backplane)
-bp_project_target(xpu_convert_error)
-add_dependencies(xpu_convert_error bp_xpu bp_fake_ze_loader)
-add_test(NAME xpu_fake_gpu_small_work_groups COMMAND ${bp_emulator} $<TARGET_FILE:xpu_convert_error>)
+add_dependencies(f64_cast_error bp_xpu bp_fake_ze_loader)
+add_test(NAME xpu_fake_gpu_small_work_groups COMMAND ${bp_emulator} $<TARGET_FILE:f64_cast_error> xpu:0)
 set_tests_properties(xpu_fake_gpu_small_work_groups PROPERTIES
   ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu};FAKE_ZE_MAX_GROUP=128" LABELS xpu
   PASS_REGULAR_EXPRESSION "bp_copy f32 -> f64: BP_ERR_UNSUPPORTED: [^\n]*xpu:0: the 'convert' kernels need work-groups of 256 work-items; this device takes at most 128")
 if(bp_xpu_no_spirv)
   bp_skipped_test(xpu_fake_gpu_no_fp64_module "${bp_xpu_no_spirv}")
 else()
-  add_test(NAME xpu_fake_gpu_no_fp64_module COMMAND ${bp_emulator} $<TARGET_FILE:xpu_convert_error>)
+  add_test(NAME xpu_fake_gpu_no_fp64_module COMMAND ${bp_emulator} $<TARGET_FILE:f64_cast_error> xpu:0)
   set_tests_properties(xpu_fake_gpu_no_fp64_module PROPERTIES
     ENVIRONMENT "${bp_xpu_env};${bp_fake_gpu};FAKE_ZE_FP64=0" LABELS xpu
     PASS_REGULAR_EXPRESSION "bp_copy f32 -> f64: BP_ERR_UNSUPPORTED: [^\n]*xpu:0: no SPIR-V module of the 'convert' kernels for variant 3 on a device without fp64")
