@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -173,12 +174,46 @@ static void test_host_thread_order_and_stop(void **state) {
     gpukit_host_thread_stop(NULL);
 }
 
+/* mem_info from the map: free is what the live ranges leave of the total, 0 past it. */
+static void test_memmap_mem_info(void **state) {
+    (void)state;
+    gpukit_memmap m;
+    map_with_three(&m); /* 0x910 bytes live */
+    uint64_t free_bytes = 1, total = 1;
+    gpukit_memmap_mem_info(&m, 0x1000, &free_bytes, &total);
+    assert_int_equal(free_bytes, 0x1000 - 0x910);
+    assert_int_equal(total, 0x1000);
+    gpukit_memmap_mem_info(&m, 0x100, &free_bytes, NULL);
+    assert_int_equal(free_bytes, 0);
+    gpukit_memmap_fini(&m);
+}
+
+/* ensure starts a stream's thread once: a second call keeps the one running. */
+static void test_host_thread_ensure(void **state) {
+    (void)state;
+    bp_host_services host;
+    memset(&host, 0, sizeof host); /* set_error is called only when a start fails */
+    gpukit_host_thread *t = NULL;
+    assert_int_equal(gpukit_host_thread_ensure(&t, &host, "test", 0), BP_OK);
+    assert_non_null(t);
+    gpukit_host_thread *first = t;
+    assert_int_equal(gpukit_host_thread_ensure(&t, &host, "test", 0), BP_OK);
+    assert_ptr_equal(t, first);
+    n_order = 0;
+    push(t, 7, false);
+    gpukit_host_thread_stop(t);
+    assert_int_equal(n_order, 1);
+    assert_int_equal(order[0], 7);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memmap_find),
         cmocka_unit_test(test_memmap_remove),
         cmocka_unit_test(test_memmap_clear),
+        cmocka_unit_test(test_memmap_mem_info),
         cmocka_unit_test(test_host_thread_order_and_stop),
+        cmocka_unit_test(test_host_thread_ensure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,6 @@
 /* gpukit: what the plugins of devices with memory and queues of their own share (opencl,
  * xpu), a static position-independent library with hidden symbols, like cpukit
- * (docs/writing-a-backend.md §15). Only the C library and pthreads:
+ * (docs/writing-a-backend.md §15). Only the C library, pthreads and the plugin ABI:
  *
  *   gpukit_memmap.c       the live allocations of a device by address, for translating
  *                         a device pointer (base + offset) back to its allocation
@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <backplane/plugin.h>
 
 /* ---- the allocation map ---- */
 
@@ -47,6 +48,10 @@ bool gpukit_memmap_find(gpukit_memmap *m, uint64_t addr, uint64_t size, gpukit_r
                         uint64_t *offset);
 /* Bytes of the live ranges. */
 uint64_t gpukit_memmap_used(gpukit_memmap *m);
+/* The device vtable's mem_info for a device of `total` bytes whose allocations m holds:
+ * free is what they leave of total (0 when they exceed it). Either output may be NULL. */
+void gpukit_memmap_mem_info(gpukit_memmap *m, uint64_t total, uint64_t *out_free,
+                            uint64_t *out_total);
 
 /* ---- the host-function thread ---- */
 
@@ -61,6 +66,10 @@ typedef struct gpukit_host_thread gpukit_host_thread;
 /* Starts a thread that runs the jobs pushed to it one at a time, in order. 0, or the
  * errno of what failed (ENOMEM, or pthread_create's). */
 int gpukit_host_thread_start(gpukit_host_thread **out);
+/* A stream's host thread, *t, started on first use: BP_OK when it runs, else the error
+ * set through host, naming the device "<type>:<index>". Call under the stream's lock. */
+bp_status gpukit_host_thread_ensure(gpukit_host_thread **t, const bp_host_services *host,
+                                    const char *type, int index);
 void gpukit_host_thread_push(gpukit_host_thread *t, gpukit_host_job *job);
 /* Runs the jobs still queued, stops the thread and frees it (NULL: nothing). */
 void gpukit_host_thread_stop(gpukit_host_thread *t);

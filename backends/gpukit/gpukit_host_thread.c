@@ -54,6 +54,18 @@ int gpukit_host_thread_start(gpukit_host_thread **out) {
     return 0;
 }
 
+bp_status gpukit_host_thread_ensure(gpukit_host_thread **t, const bp_host_services *host,
+                                    const char *type, int index) {
+    if (*t)
+        return BP_OK;
+    int err = gpukit_host_thread_start(t);
+    if (err != 0)
+        return host->set_error(err == ENOMEM ? BP_ERR_OUT_OF_MEMORY : BP_ERR_BACKEND,
+                               "%s:%d: cannot start a stream's host thread (error %d)", type,
+                               index, err);
+    return BP_OK;
+}
+
 void gpukit_host_thread_push(gpukit_host_thread *t, gpukit_host_job *job) {
     job->next = NULL;
     pthread_mutex_lock(&t->lock);

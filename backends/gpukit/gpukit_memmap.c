@@ -106,3 +106,12 @@ uint64_t gpukit_memmap_used(gpukit_memmap *m) {
     pthread_mutex_unlock(&m->lock);
     return used;
 }
+
+void gpukit_memmap_mem_info(gpukit_memmap *m, uint64_t total, uint64_t *out_free,
+                            uint64_t *out_total) {
+    uint64_t used = gpukit_memmap_used(m);
+    if (out_free)
+        *out_free = used < total ? total - used : 0;
+    if (out_total)
+        *out_total = total;
+}

@@ -225,12 +225,7 @@ static void device_close(void *device) {
 
 static bp_status device_mem_info(void *device, uint64_t *out_free, uint64_t *out_total) {
     ocl_device *dev = device;
-    uint64_t used = gpukit_memmap_used(&dev->mem.map);
-    uint64_t total = dev->info.global_mem;
-    if (out_free)
-        *out_free = used < total ? total - used : 0;
-    if (out_total)
-        *out_total = total;
+    gpukit_memmap_mem_info(&dev->mem.map, dev->info.global_mem, out_free, out_total);
     return BP_OK;
 }
 

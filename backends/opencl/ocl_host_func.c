@@ -12,7 +12,6 @@
  * stream's synchronize. */
 #include "ocl_internal.h"
 
-#include <errno.h>
 #include <stdlib.h>
 
 typedef struct host_job {
@@ -45,18 +44,6 @@ static void run_job(gpukit_host_job *j) {
     free(job);
 }
 
-/* The stream's host thread, started on first use. Call with s->lock held. */
-static bp_status host_thread(ocl_stream *s) {
-    if (s->host)
-        return BP_OK;
-    int err = gpukit_host_thread_start(&s->host);
-    if (err != 0)
-        return s->device->backend->host->set_error(
-            err == ENOMEM ? BP_ERR_OUT_OF_MEMORY : BP_ERR_BACKEND,
-            "opencl:%d: cannot start a stream's host thread (error %d)", s->device->index, err);
-    return BP_OK;
-}
-
 bp_status ocl_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg) {
     ocl_stream *s = stream;
     ocl_device *dev = s->device;
@@ -81,7 +68,7 @@ bp_status ocl_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg
     }
     cl_event barrier = NULL;
     pthread_mutex_lock(&s->lock);
-    bp_status st = host_thread(s);
+    bp_status st = gpukit_host_thread_ensure(&s->host, dev->backend->host, OCL_NAME, dev->index);
     const char *failed = NULL;
     if (st == BP_OK) {
         err = api->clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &job->marker);

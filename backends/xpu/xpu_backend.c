@@ -336,12 +336,7 @@ static void device_close(void *device) {
 
 static bp_status device_mem_info(void *device, uint64_t *out_free, uint64_t *out_total) {
     xpu_device *dev = device;
-    uint64_t used = gpukit_memmap_used(&dev->mem);
-    uint64_t total = dev->info.total_mem;
-    if (out_free)
-        *out_free = used < total ? total - used : 0;
-    if (out_total)
-        *out_total = total;
+    gpukit_memmap_mem_info(&dev->mem, dev->info.total_mem, out_free, out_total);
     return BP_OK;
 }
 

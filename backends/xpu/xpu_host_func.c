@@ -11,7 +11,6 @@
  * is logged, and the stream's own synchronize reports it. */
 #include "xpu_internal.h"
 
-#include <errno.h>
 #include <stdlib.h>
 
 typedef struct host_job {
@@ -47,18 +46,6 @@ static void run_job(gpukit_host_job *j) {
     free(job);
 }
 
-/* The stream's host thread, started on first use. Call with s->lock held. */
-static bp_status host_thread(xpu_stream *s) {
-    if (s->host)
-        return BP_OK;
-    int err = gpukit_host_thread_start(&s->host);
-    if (err != 0)
-        return s->device->backend->host->set_error(
-            err == ENOMEM ? BP_ERR_OUT_OF_MEMORY : BP_ERR_BACKEND,
-            "xpu:%d: cannot start a stream's host thread (error %d)", s->device->index, err);
-    return BP_OK;
-}
-
 bp_status xpu_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg) {
     xpu_stream *s = stream;
     xpu_device *dev = s->device;
@@ -76,8 +63,11 @@ bp_status xpu_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg
     job->arg = arg;
     xpu_enqueue e;
     bp_status st = xpu_enqueue_begin(s, NULL, &e);
-    if (st == BP_OK && (st = host_thread(s)) != BP_OK)
-        xpu_enqueue_cancel(&e);
+    if (st == BP_OK) {
+        st = gpukit_host_thread_ensure(&s->host, dev->backend->host, XPU_NAME, dev->index);
+        if (st != BP_OK)
+            xpu_enqueue_cancel(&e);
+    }
     if (st != BP_OK) {
         free(job);
         return st;
