@@ -70,6 +70,11 @@ uint32_t clc_device_dtypes(bool fp64);
 /* RWG and TS for a device whose largest work-group is max_wg. */
 void clc_device_params(size_t max_wg, size_t *rwg, int *ts);
 
+/* A driver's build log of the kernels made fit for an error message, in place (NULL:
+ * nothing): at most 2000 bytes, the start kept (the first errors are the useful ones,
+ * "..." marks the cut), no trailing whitespace. */
+void clc_build_log_trim(char *log);
+
 /* ---- SPIR-V modules (clc_spirv.c, generated) ---- */
 
 typedef struct clc_module {

@@ -42,3 +42,13 @@ void clc_device_params(size_t max_wg, size_t *rwg, int *ts) {
         *rwg *= 2;
     *ts = max_wg >= 256 ? 16 : max_wg >= 64 ? 8 : 4;
 }
+
+void clc_build_log_trim(char *log) {
+    if (!log)
+        return;
+    enum { LOG_MAX = 2000 };
+    if (strlen(log) > LOG_MAX)
+        memcpy(log + LOG_MAX - 4, "...", 4);
+    for (size_t n = strlen(log); n > 0 && strchr(" \t\r\n", log[n - 1]); n--)
+        log[n - 1] = '\0';
+}

@@ -134,12 +134,7 @@ static bp_status build_error(ocl_device *dev, cl_program prog, const clc_program
         api->clGetProgramBuildInfo(prog, dev->info.id, CL_PROGRAM_BUILD_LOG, len, log, NULL) !=
             CL_SUCCESS)
         log[0] = '\0';
-    /* The first errors are the useful ones: keep the log's start. */
-    enum { LOG_MAX = 2000 };
-    if (log && strlen(log) > LOG_MAX)
-        memcpy(log + LOG_MAX - 4, "...", 4);
-    for (size_t n = log ? strlen(log) : 0; n > 0 && strchr(" \t\r\n", log[n - 1]); n--)
-        log[n - 1] = '\0';
+    clc_build_log_trim(log);
     /* Options the compiler rejects outright usually come from BP_OPENCL_BUILD_OPTIONS:
      * say so before the log, which the message's length limit may cut. */
     const char *extra = secure_getenv("BP_OPENCL_BUILD_OPTIONS");

@@ -31,12 +31,7 @@ static char *build_log(const xpu_api *api, ze_module_build_log_handle_t log) {
         (text = calloc(1, len + 1)) != NULL &&
         api->zeModuleBuildLogGetString(log, &len, text) != ZE_RESULT_SUCCESS)
         text[0] = '\0';
-    /* The first errors are the useful ones: keep the log's start. */
-    enum { LOG_MAX = 2000 };
-    if (text && strlen(text) > LOG_MAX)
-        memcpy(text + LOG_MAX - 4, "...", 4);
-    for (size_t n = text ? strlen(text) : 0; n > 0 && strchr(" \t\r\n", text[n - 1]); n--)
-        text[n - 1] = '\0';
+    clc_build_log_trim(text);
     return text;
 }
 

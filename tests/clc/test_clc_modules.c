@@ -182,11 +182,32 @@ static void test_requested_kernels_have_modules(void **state) {
     assert_int_equal(l.failures, 0);
 }
 
+/* A build log made fit for a message: trailing whitespace gone, a long one cut at 2000
+ * bytes with its start kept and "..." at the cut. */
+static void test_build_log_trim(void **state) {
+    (void)state;
+    char shortlog[] = "error: x\n \t\r\n";
+    clc_build_log_trim(shortlog);
+    assert_string_equal(shortlog, "error: x");
+    char *longlog = malloc(5001);
+    assert_non_null(longlog);
+    memset(longlog, 'a', 5000);
+    longlog[0] = 'E';
+    longlog[5000] = '\0';
+    clc_build_log_trim(longlog);
+    assert_int_equal(strlen(longlog), 1999);
+    assert_int_equal(longlog[0], 'E');
+    assert_string_equal(longlog + 1996, "...");
+    free(longlog);
+    clc_build_log_trim(NULL);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_modules_are_spirv_of_their_program),
         cmocka_unit_test(test_modules_validate),
         cmocka_unit_test(test_requested_kernels_have_modules),
+        cmocka_unit_test(test_build_log_trim),
     };
     if (argc > 1)
         cmocka_set_test_filter(argv[1]);
