@@ -19,11 +19,9 @@ static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static bp_op_record *op_table[BP_MAX_OPS];
 static atomic_int op_count;
 
-static char type_names[BP_MAX_DEVICE_TYPES][BP_BACKEND_NAME_MAX];
+/* Device types whose backend was dropped after its init (by slot): registering for
+ * them says "unloaded". */
 static bool type_dropped[BP_MAX_DEVICE_TYPES];
-static int type_count;
-
-static _Thread_local const char *tls_initializing;
 /* Replaced or dropped kernel entries: a concurrent dispatch may still be reading one,
  * so they are never freed, only kept reachable here. */
 typedef struct retired_entry {
@@ -147,40 +145,16 @@ const char *bp_op_name(bp_op_id op) {
 
 /* ---- device types and registration ---- */
 
-static int type_slot_locked(const char *name) {
-    for (int i = 0; i < type_count; i++)
-        if (strcasecmp(type_names[i], name) == 0)
-            return i;
-    if (type_count == BP_MAX_DEVICE_TYPES)
-        return -1;
-    snprintf(type_names[type_count], BP_BACKEND_NAME_MAX, "%s", name);
-    return type_count++;
-}
-
-int bp_dispatcher_type_slot(const char *backend_name) {
+void bp_dispatcher_backend_dropped(const char *backend_name) {
+    int slot = bp_device_type_find(backend_name);
+    if (slot < 0)
+        return;
     pthread_mutex_lock(&table_lock);
-    int slot = type_slot_locked(backend_name);
-    if (slot >= 0)
-        type_dropped[slot] = false;
-    pthread_mutex_unlock(&table_lock);
-    return slot;
-}
-
-void bp_dispatcher_set_initializing(const char *backend_name) { tls_initializing = backend_name; }
-
-void bp_dispatcher_drop_backend(const char *backend_name) {
-    pthread_mutex_lock(&table_lock);
-    int slot = -1;
-    for (int i = 0; i < type_count; i++)
-        if (strcasecmp(type_names[i], backend_name) == 0)
-            slot = i;
-    if (slot >= 0) {
-        type_dropped[slot] = true;
-        int n = atomic_load(&op_count);
-        for (int op = 0; op < n; op++)
-            for (int dt = 0; dt < BP_DTYPE_COUNT; dt++)
-                retire_locked(atomic_exchange(&op_table[op]->kernels[slot][dt], NULL));
-    }
+    type_dropped[slot] = true;
+    int n = atomic_load(&op_count);
+    for (int op = 0; op < n; op++)
+        for (int dt = 0; dt < BP_DTYPE_COUNT; dt++)
+            retire_locked(atomic_exchange(&op_table[op]->kernels[slot][dt], NULL));
     pthread_mutex_unlock(&table_lock);
 }
 
@@ -213,21 +187,33 @@ static bp_status register_locked(int slot, const char *type_name, const char *op
     return BP_OK;
 }
 
+static bp_status register_in_slot(const char *type_name, const char *op_name, bp_dtype dtype,
+                                  bp_kernel_fn fn, void *data, int32_t priority) {
+    int slot = bp_device_type_slot(type_name);
+    pthread_mutex_lock(&table_lock);
+    bp_status st = slot < 0 ? bp_set_error(BP_ERR_OUT_OF_MEMORY, "register_kernel: more than %d "
+                                           "device types", BP_MAX_DEVICE_TYPES)
+                            : register_locked(slot, type_name, op_name, dtype, fn, data, priority);
+    pthread_mutex_unlock(&table_lock);
+    return st;
+}
+
 /* Shared by plugins (host services) and applications. `name` must be a loaded backend,
  * or the one whose init is running on this thread. */
 static bp_status register_kernel(const char *name, const char *op_name, bp_dtype dtype,
                                  bp_kernel_fn fn, void *data, int32_t priority) {
+    const char *initializing_backend = bp_loader_initializing_backend();
     if (!name || !op_name || !fn)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "register_kernel: %s is NULL",
                             !name ? "backend name" : !op_name ? "op name" : "kernel function");
     if ((unsigned)dtype >= BP_DTYPE_COUNT)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "register_kernel: invalid dtype %d for op "
                             "'%s'", (int)dtype, op_name);
-    bool initializing = tls_initializing && strcasecmp(tls_initializing, name) == 0;
-    if (tls_initializing && !initializing)
+    bool initializing = initializing_backend && strcasecmp(initializing_backend, name) == 0;
+    if (initializing_backend && !initializing)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "register_kernel: during its init, plugin "
                             "'%s' can register kernels only for itself, not for '%s'",
-                            tls_initializing, name);
+                            initializing_backend, name);
     const char *type_name = name;
     if (!initializing) {
         bp_registry_lock();
@@ -236,24 +222,21 @@ static bp_status register_kernel(const char *name, const char *op_name, bp_dtype
             type_name = backend->name;
         bp_registry_unlock();
         if (!backend) {
+            int slot = bp_device_type_find(name);
             pthread_mutex_lock(&table_lock);
-            bool dropped = false;
-            for (int i = 0; i < type_count; i++)
-                if (strcasecmp(type_names[i], name) == 0)
-                    dropped = type_dropped[i];
+            bool dropped = slot >= 0 && type_dropped[slot];
             pthread_mutex_unlock(&table_lock);
             return bp_set_error(BP_ERR_NOT_FOUND, dropped
                                 ? "register_kernel: backend '%s' was unloaded"
                                 : "register_kernel: no loaded backend '%s'", name);
         }
     }
-    pthread_mutex_lock(&table_lock);
-    int slot = type_slot_locked(type_name);
-    bp_status st = slot < 0 ? bp_set_error(BP_ERR_OUT_OF_MEMORY, "register_kernel: more than %d "
-                                           "device types", BP_MAX_DEVICE_TYPES)
-                            : register_locked(slot, type_name, op_name, dtype, fn, data, priority);
-    pthread_mutex_unlock(&table_lock);
-    return st;
+    return register_in_slot(type_name, op_name, dtype, fn, data, priority);
+}
+
+bp_status bp_dispatcher_register_builtin(const char *device_type, const char *op_name,
+                                         bp_dtype dtype, bp_kernel_fn fn, void *kernel_data) {
+    return register_in_slot(device_type, op_name, dtype, fn, kernel_data, 0);
 }
 
 /* A name from a plugin is read up to `max` bytes only; one without its NUL there, or
@@ -306,11 +289,6 @@ void bp_set_cpu_fallback(bool enabled) { atomic_store(&cpu_fallback, enabled); }
 void bp_dispatcher_init(void) {
     atomic_init(&cpu_fallback, bp_env_switch("BP_CPU_FALLBACK", false, false, "dispatcher",
                                              "the CPU fallback stays off"));
-    bp_ops_define_builtins();
-    int slot = bp_dispatcher_type_slot("cpu");
-    bp_dispatcher_set_initializing("cpu");
-    bp_ops_register_cpu_kernels(slot);
-    bp_dispatcher_set_initializing(NULL);
     bp_trace_init();
     bp_profile_init();
     __atomic_fetch_or(&bp_dispatch_hooks,

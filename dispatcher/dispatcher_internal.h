@@ -5,7 +5,6 @@
 #include "hal_internal.h"
 
 #define BP_MAX_OPS 256
-#define BP_MAX_DEVICE_TYPES 32
 #define BP_OP_NAME_MAX 32
 
 typedef struct bp_kernel_entry {
@@ -23,17 +22,17 @@ typedef struct bp_op_record {
     _Atomic(const bp_kernel_entry *) kernels[BP_MAX_DEVICE_TYPES][BP_DTYPE_COUNT];
 } bp_op_record;
 
-/* Defines the built-in ops and registers the cpu kernels; called once by the registry
- * before any backend is initialised. Reads BP_CPU_FALLBACK, BP_TRACE_OPS, BP_PROFILE. */
+/* Reads BP_CPU_FALLBACK, BP_TRACE_OPS, BP_PROFILE; called once by the op library's
+ * core_init (ops/ops.c) before any backend is initialised. */
 BP_INTERNAL void bp_dispatcher_init(void);
-/* The slot of a device type name (interned on first use), or -1 when all are taken. */
-BP_INTERNAL int bp_dispatcher_type_slot(const char *backend_name);
-/* Around a plugin's init: the backend name that host->register_kernel may use before
- * the backend is registered (per thread; NULL to clear). */
-BP_INTERNAL void bp_dispatcher_set_initializing(const char *backend_name);
-/* Removes the kernels of a backend whose plugin was rejected after its init; later
- * registrations under that name fail ("unloaded"). */
-BP_INTERNAL void bp_dispatcher_drop_backend(const char *backend_name);
+/* The hal client's backend_dropped: removes the kernels of a backend whose plugin was
+ * rejected after its init; later registrations under that name fail ("unloaded"). */
+BP_INTERNAL void bp_dispatcher_backend_dropped(const char *backend_name);
+/* Registers a built-in kernel (priority 0) for `device_type` before its backend is
+ * registered (the built-in cpu backend's kernels, at core_init). */
+BP_INTERNAL bp_status bp_dispatcher_register_builtin(const char *device_type, const char *op_name,
+                                                     bp_dtype dtype, bp_kernel_fn fn,
+                                                     void *kernel_data);
 /* The host->register_kernel entry. */
 BP_INTERNAL bp_status bp_host_register_kernel(const char *backend_name, const char *op_name,
                                               bp_dtype dtype, bp_kernel_fn fn,

@@ -28,8 +28,35 @@ BP_INTERNAL bp_status bp_error_prefix(bp_status status, const char *context);
 BP_INTERNAL bool bp_log_enabled(bp_log_level level);
 BP_INTERNAL void bp_log(bp_log_level level, const char *source, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* The services table handed to every backend's init (the same for all). */
+/* The services table handed to every backend's init (the same for all): hal's own
+ * entries and the op entries of the installed client (below). */
 BP_INTERNAL const bp_host_services *bp_host_services_table(void);
+
+/* ---- the layers above hal (client.c) ----
+ * hal calls nothing above it. What it needs from them it gets through this table, which
+ * the op library installs from a constructor when libbackplane is loaded, before any
+ * API call (ops/ops.c). Without one, hal runs alone: the op entries fail with
+ * BP_ERR_UNSUPPORTED ("no op library in this process"). */
+typedef struct bp_hal_client {
+    /* Once, in the core step of initialisation, before the built-in cpu backend is
+     * registered: defines the ops and registers the built-in kernels. */
+    void (*core_init)(void);
+    /* A backend whose init ran was rejected afterwards (or its init failed): what it
+     * registered from init goes with it. */
+    void (*backend_dropped)(const char *backend_name);
+    /* The op entries of the host services table (<backplane/plugin.h>). */
+    bp_status (*register_kernel)(const char *backend_name, const char *op_name, bp_dtype dtype,
+                                 bp_kernel_fn fn, void *kernel_data, int32_t priority);
+    uint32_t (*reference_dtypes)(const char *op_name);
+    bp_status (*run_reference_kernel)(const bp_kernel_call *call);
+    int32_t (*op_count)(void);
+    const char *(*op_name)(int32_t index);
+} bp_hal_client;
+
+/* Installs the client (once, before the first API call; a second call replaces it). */
+BP_INTERNAL void bp_hal_set_client(const bp_hal_client *client);
+/* The installed client, or the stand-alone one; never NULL. */
+BP_INTERNAL const bp_hal_client *bp_hal_client_get(void);
 
 /* ---- backends and devices (registry.c) ---- */
 
@@ -39,6 +66,8 @@ BP_INTERNAL const bp_host_services *bp_host_services_table(void);
 #define BP_MAX_DEVICES_PER_BACKEND 32
 #define BP_MAX_ALIASES 8
 #define BP_BACKEND_NAME_MAX (BP_PLUGIN_NAME_MAX + 1)
+/* Device type names interned for the kernel tables (device_type.c). */
+#define BP_MAX_DEVICE_TYPES 32
 
 typedef struct bp_backend {
     const bp_plugin_descriptor *desc;
@@ -51,7 +80,7 @@ typedef struct bp_backend {
     int alias_count;
     int device_count;
     struct bp_device **devices;      /* device_count entries */
-    int type_slot;                   /* the dispatcher's index of this device type */
+    int type_slot;                   /* bp_device_type_slot(name) */
 } bp_backend;
 
 struct bp_allocator;
@@ -113,6 +142,12 @@ BP_INTERNAL bp_device *bp_registry_device_at(int ordinal);
 /* "cpu, testdev (alias tdev)": the device types present, for error messages. Call
  * with the registry lock held. */
 BP_INTERNAL void bp_registry_describe_types(char *buf, size_t size);
+/* The slot of a device type name, 0 .. BP_MAX_DEVICE_TYPES-1, the same for the life of
+ * the process (ignoring case; interned on first use), or -1 when all are taken
+ * (device_type.c). Layers above index their per-type tables with it. */
+BP_INTERNAL int bp_device_type_slot(const char *type_name);
+/* The slot of a name already interned, or -1. */
+BP_INTERNAL int bp_device_type_find(const char *type_name);
 /* Opens the device's backend handle, default stream and allocator once. */
 BP_INTERNAL bp_status bp_device_ensure_open(bp_device *device);
 
@@ -125,6 +160,9 @@ BP_INTERNAL void bp_loader_discover_all(void);
 /* What plugin code the calling thread runs for the loader ("the init of plugin 'x'
  * (path)"), or NULL. */
 BP_INTERNAL const char *bp_loader_running_plugin(void);
+/* The name of the backend whose init runs on the calling thread, or NULL: a plugin may
+ * register kernels for itself from its init, before its backend is registered. */
+BP_INTERNAL const char *bp_loader_initializing_backend(void);
 
 /* ---- built-in cpu backend (backends/cpu) ---- */
 

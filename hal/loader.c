@@ -21,7 +21,6 @@
 
 #include "env.h"
 #include "loader_internal.h"
-#include "dispatcher_internal.h"
 
 #define LOG_SRC "loader"
 #define NAME_COPY_MAX 64
@@ -48,6 +47,11 @@ static _Thread_local const char *tls_running;
 static _Thread_local char tls_running_text[PATH_MAX_REASON + 64];
 
 const char *bp_loader_running_plugin(void) { return tls_running; }
+
+/* The backend whose init this thread runs (set around desc->init only). */
+static _Thread_local const char *tls_initializing;
+
+const char *bp_loader_initializing_backend(void) { return tls_initializing; }
 
 __attribute__((format(printf, 1, 2))) static void enter_plugin_code(const char *fmt, ...) {
     va_list ap;
@@ -507,13 +511,13 @@ static bp_status activate(int i, bp_log_level skip, bool builtin) {
     /* Kernels a plugin registers from init belong to it; if it is rejected after all,
      * they go with it. */
     enter_plugin_code("the init of plugin '%s' (%s)", r->name, r->path);
-    bp_dispatcher_set_initializing(r->name);
+    tls_initializing = r->name;
     bp_status st = d->init(bp_host_services_table(), &state);
-    bp_dispatcher_set_initializing(NULL);
+    tls_initializing = NULL;
     if (st != BP_OK) {
         leave_plugin_code();
         snprintf(msg, sizeof msg, "%s", bp_last_error());
-        bp_dispatcher_drop_backend(r->name);
+        bp_hal_client_get()->backend_dropped(r->name);
         if (!builtin)
             observe(BP_PLUGIN_STEP_DONE, r);
         return bp_loader_reject(i, skip, st, "init failed (%s): %s", bp_status_str(st),
@@ -556,7 +560,7 @@ static bp_status activate(int i, bp_log_level skip, bool builtin) {
         free(backend);
         if (d->shutdown)
             d->shutdown(state);
-        bp_dispatcher_drop_backend(r->name);
+        bp_hal_client_get()->backend_dropped(r->name);
         if (!builtin)
             observe(BP_PLUGIN_STEP_DONE, r);
         return bp_loader_reject(i, skip, st, "not registered: %s", *msg ? msg : bp_status_str(st));

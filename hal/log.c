@@ -5,7 +5,6 @@
 #include <strings.h>
 
 #include "hal_internal.h"
-#include "dispatcher_internal.h"
 #include "text.h"
 
 /* A log line's bytes at most, its newline included. */
@@ -117,17 +116,26 @@ static void host_log(bp_log_level level, const char *source, const char *fmt, ..
     va_end(ap);
 }
 
-static const bp_host_services host_services = {
-    .struct_size = sizeof(bp_host_services),
-    .abi_major = BP_PLUGIN_ABI_MAJOR,
-    .abi_minor = BP_PLUGIN_ABI_MINOR,
-    .set_error = host_set_error,
-    .log = host_log,
-    .register_kernel = bp_host_register_kernel,
-    .reference_dtypes = bp_host_reference_dtypes,
-    .run_reference_kernel = bp_host_run_reference_kernel,
-    .op_count = bp_host_op_count,
-    .op_name = bp_host_op_name,
-};
+static bp_host_services host_services;
+static pthread_once_t host_services_once = PTHREAD_ONCE_INIT;
 
-const bp_host_services *bp_host_services_table(void) { return &host_services; }
+static void fill_host_services(void) {
+    const bp_hal_client *client = bp_hal_client_get();
+    host_services = (bp_host_services){
+        .struct_size = sizeof(bp_host_services),
+        .abi_major = BP_PLUGIN_ABI_MAJOR,
+        .abi_minor = BP_PLUGIN_ABI_MINOR,
+        .set_error = host_set_error,
+        .log = host_log,
+        .register_kernel = client->register_kernel,
+        .reference_dtypes = client->reference_dtypes,
+        .run_reference_kernel = client->run_reference_kernel,
+        .op_count = client->op_count,
+        .op_name = client->op_name,
+    };
+}
+
+const bp_host_services *bp_host_services_table(void) {
+    pthread_once(&host_services_once, fill_host_services);
+    return &host_services;
+}

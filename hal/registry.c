@@ -18,7 +18,6 @@
 #include <strings.h>
 
 #include "hal_internal.h"
-#include "dispatcher_internal.h"
 
 static pthread_once_t core_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t registry_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -34,7 +33,7 @@ static bp_device *devices[BP_MAX_DEVICES];
 static int device_total;
 
 static void core_init(void) {
-    bp_dispatcher_init();
+    bp_hal_client_get()->core_init();
     bp_loader_init_builtin();
 }
 
@@ -125,7 +124,7 @@ bp_status bp_registry_new_backend(const bp_plugin_descriptor *desc, void *state,
     snprintf(backend->name, sizeof backend->name, "%s", name);
     snprintf(backend->version, sizeof backend->version, "%s", version);
     backend->unavailable_reason = "";
-    backend->type_slot = bp_dispatcher_type_slot(backend->name);
+    backend->type_slot = bp_device_type_slot(backend->name);
     if (backend->type_slot < 0) {
         free(backend);
         return bp_set_error(BP_ERR_OUT_OF_MEMORY, "too many device types (at most %d)",

@@ -28,13 +28,34 @@ bp_op_id bp_ops_builtin_id(const char *name) {
     return -1;
 }
 
-void bp_ops_register_cpu_kernels(int cpu_type_slot) {
-    (void)cpu_type_slot;
+void bp_ops_register_cpu_kernels(void) {
     for (int i = 0; i < bp_cpu_kernel_count; i++) {
         const bp_cpu_kernel_entry *k = &bp_cpu_kernel_table[i];
         bp_ops_reference_add(bp_ops_builtin_id(k->op), k->dtype, k->fn);
-        if (bp_host_register_kernel("cpu", k->op, k->dtype, bp_cpu_launch, (void *)k->fn, 0) != BP_OK)
+        if (bp_dispatcher_register_builtin("cpu", k->op, k->dtype, bp_cpu_launch, (void *)k->fn) !=
+            BP_OK)
             bp_log(BP_LOG_ERROR, "ops", "registering cpu kernel %s/%s failed: %s", k->op,
                    bp_dtype_name(k->dtype), bp_last_error());
     }
 }
+
+/* ---- what hal gets from the layers above it (bp_hal_client) ---- */
+
+static void core_init(void) {
+    bp_dispatcher_init();
+    bp_ops_define_builtins();
+    bp_ops_register_cpu_kernels();
+}
+
+static const bp_hal_client op_library = {
+    .core_init = core_init,
+    .backend_dropped = bp_dispatcher_backend_dropped,
+    .register_kernel = bp_host_register_kernel,
+    .reference_dtypes = bp_host_reference_dtypes,
+    .run_reference_kernel = bp_host_run_reference_kernel,
+    .op_count = bp_host_op_count,
+    .op_name = bp_host_op_name,
+};
+
+/* Runs when libbackplane is loaded, before any of its functions can be called. */
+__attribute__((constructor)) static void install_op_library(void) { bp_hal_set_client(&op_library); }

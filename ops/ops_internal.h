@@ -101,7 +101,7 @@ extern BP_INTERNAL const int bp_cpu_kernel_count;
 /* 1 when the table was filtered by BP_SELECTED_OPS. */
 extern BP_INTERNAL const int bp_cpu_kernels_selective;
 
-BP_INTERNAL void bp_ops_register_cpu_kernels(int cpu_type_slot);
+BP_INTERNAL void bp_ops_register_cpu_kernels(void);
 /* The reference kernels offered to plugins (ops/reference.c): filled by
  * bp_ops_register_cpu_kernels before any plugin loads. */
 BP_INTERNAL bp_op_id bp_ops_builtin_id(const char *name); /* -1 when not built in */
