@@ -1,36 +1,13 @@
 /* Region recording: bp_region_begin/end, the nodes that ops append while a stream
- * records, deferred storage, and the checks that keep deferred tensors unread until
- * their region ended. Scheduling is in hints/schedule.c, running in region_exec.c. */
+ * records, and the checks that keep deferred tensors unread until their region ended.
+ * A region is a capture of its stream (hal/capture.c): the callbacks below word hal's
+ * refusals and free the executor's streams; deferred storage is the tensor layer's
+ * (tensor/deferred.c), made here through its capture hook. Scheduling is in
+ * hints/schedule.c, running in region_exec.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "region_internal.h"
-
-static atomic_uint_least64_t next_serial = 1;
-
-/* Regions open now, linked through bp_region.next_open: bp_event_synchronize asks by
- * serial, so an event never keeps a pointer to a stream that may be gone. */
-static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
-static bp_region *open_regions;
-
-static void open_list_remove(bp_region *r) {
-    pthread_mutex_lock(&open_lock);
-    bp_region **p = &open_regions;
-    while (*p && *p != r)
-        p = &(*p)->next_open;
-    if (*p)
-        *p = r->next_open;
-    pthread_mutex_unlock(&open_lock);
-}
-
-bool bp_region_serial_open(uint64_t serial) {
-    bool open = false;
-    pthread_mutex_lock(&open_lock);
-    for (const bp_region *r = open_regions; r && !open; r = r->next_open)
-        open = r->serial == serial;
-    pthread_mutex_unlock(&open_lock);
-    return open;
-}
 
 /* ---- storages ---- */
 
@@ -61,112 +38,69 @@ static bp_status storage_add(bp_region *r, bp_storage *s, bool deferred, int *ou
     return BP_OK;
 }
 
-bp_status bp_region_defer_storage(bp_stream *stream, bp_storage *storage) {
-    bp_deferred *d = calloc(1, sizeof *d);
-    if (!d)
-        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "bp_tensor_empty: out of host memory");
-    pthread_mutex_init(&d->lock, NULL);
-    d->region = stream->region;
-    storage->deferred = d;
+/* The tensor layer's capture hook: bp_tensor_empty on a recording stream makes the
+ * storage deferred in its region. */
+static bp_status defer_storage(bp_stream *stream, bp_storage *storage) {
+    bp_region *r = bp_region_of(stream);
+    bp_status st = bp_storage_defer(storage, &r->capture);
     int index;
-    bp_status st = storage_add(stream->region, storage, true, &index);
-    if (st != BP_OK) {
-        storage->deferred = NULL;
-        pthread_mutex_destroy(&d->lock);
-        free(d);
-    }
-    return st;
-}
-
-bp_status bp_region_view_added(bp_storage *storage, bp_tensor *tensor) {
-    bp_deferred *d = storage->deferred;
-    bp_status st = BP_OK;
-    pthread_mutex_lock(&d->lock);
-    if (d->nviews == d->cap) {
-        int cap = d->cap ? 2 * d->cap : 4;
-        bp_tensor **p = realloc(d->views, (size_t)cap * sizeof *p);
-        if (p) {
-            d->views = p;
-            d->cap = cap;
-        } else {
-            st = bp_set_error(BP_ERR_OUT_OF_MEMORY, "tensor view: out of host memory");
-        }
-    }
     if (st == BP_OK)
-        d->views[d->nviews++] = tensor;
-    pthread_mutex_unlock(&d->lock);
+        st = storage_add(r, storage, true, &index);
+    if (st != BP_OK && storage->deferred)
+        bp_deferred_storage_freed(storage);
     return st;
 }
 
-void bp_region_view_removed(bp_storage *storage, bp_tensor *tensor) {
-    bp_deferred *d = storage->deferred;
-    pthread_mutex_lock(&d->lock);
-    for (int i = 0; i < d->nviews; i++)
-        if (d->views[i] == tensor) {
-            d->views[i] = d->views[--d->nviews];
-            break;
-        }
-    pthread_mutex_unlock(&d->lock);
+/* ---- the capture callbacks ---- */
+
+static const char *refusal_reason(bp_capture_refusal refusal) {
+    switch (refusal) {
+    case BP_CAPTURE_REFUSE_SYNCHRONIZE:
+        return "work recorded in a region has not been issued, so there is nothing to wait for";
+    case BP_CAPTURE_REFUSE_HOST_FUNC:
+        return "a region records kernels only: launch host functions before bp_region_begin or "
+               "after bp_region_end";
+    default:
+        return "copies and memsets cannot be recorded: do them before bp_region_begin or after "
+               "bp_region_end";
+    }
 }
 
-static void deferred_free(bp_deferred *d) {
-    pthread_mutex_destroy(&d->lock);
-    free(d->views);
-    free(d);
+static bp_status refuse(bp_capture_refusal refusal, const char *what, const bp_device *device) {
+    switch (refusal) {
+    case BP_CAPTURE_REFUSE_DESTROY:
+        return bp_set_error(BP_ERR_INVALID_STATE, "%s: the stream is recording a region; end it "
+                            "with bp_region_end first", what);
+    case BP_CAPTURE_REFUSE_DEVICE_SYNCHRONIZE:
+        return bp_set_error(BP_ERR_INVALID_STATE, "%s: a stream of %s is recording a region; "
+                            "end it (bp_region_end) first", what, device->name);
+    case BP_CAPTURE_REFUSE_EVENT_SYNCHRONIZE:
+        return bp_set_error(BP_ERR_INVALID_STATE, "%s: the event was recorded on a stream of %s "
+                            "that is recording a region; end the region (bp_region_end) before "
+                            "waiting for it", what, device->name);
+    default:
+        return bp_set_error(BP_ERR_INVALID_STATE, "%s: the stream (on %s) is recording a region; "
+                            "end it with bp_region_end first (%s)", what, device->name,
+                            refusal_reason(refusal));
+    }
 }
 
-void bp_region_storage_freed(bp_storage *storage) {
-    deferred_free(storage->deferred);
-    storage->deferred = NULL;
+/* The stream is being destroyed: so are the extra streams its schedules ran on. */
+static void release_aux_streams(bp_stream *stream) {
+    bp_region_aux_streams *aux = stream->capture_data;
+    for (int i = 0; i < aux->count; i++)
+        bp_stream_destroy(aux->streams[i]);
+    free(aux);
 }
 
-/* The executor gave the storage memory: every header over it gets its data pointer,
- * and the storage becomes ordinary. */
-static void deferred_resolve(bp_storage *s) {
-    bp_deferred *d = s->deferred;
-    s->deferred = NULL; /* first: bp_tensor_data reads ordinary storage only */
-    for (int i = 0; i < d->nviews; i++)
-        d->views[i]->desc.data = bp_tensor_data(d->views[i]);
-    deferred_free(d);
-}
+static const bp_capture_callbacks region_capture = {
+    .refuse = refuse,
+    .release_stream_data = release_aux_streams,
+};
 
-/* ---- checks the HAL calls ---- */
-
-bp_status bp_region_check_not_recording(const bp_stream *stream, const char *what) {
-    if (!stream->region)
-        return BP_OK;
-    return bp_set_error(BP_ERR_INVALID_STATE, "%s: the stream (on %s) is recording a region; "
-                        "end it with bp_region_end first (%s)", what, stream->device->name,
-                        strstr(what, "synchronize") ? "work recorded in a region has not been "
-                        "issued, so there is nothing to wait for"
-                        : strstr(what, "host_func") ? "a region records kernels only: launch "
-                        "host functions before bp_region_begin or after bp_region_end"
-                        : "copies and memsets cannot be recorded: do them before "
-                        "bp_region_begin or after bp_region_end");
-}
-
-static bp_status deferred_error(const bp_deferred *d, const char *what) {
-    if (!d->region)
-        return bp_set_error(BP_ERR_INVALID_STATE, "%s: the tensor was created in a region "
-                            "whose bp_region_end failed: it never got memory", what);
-    return bp_set_error(BP_ERR_INVALID_STATE, "%s: the tensor is deferred: it was created in a "
-                        "region recording on a stream of %s that has not ended; call "
-                        "bp_region_end first", what, d->region->stream->device->name);
-}
-
-bp_status bp_region_check_readable(const bp_tensor *tensor, const char *what) {
-    const bp_deferred *d = tensor->storage->deferred;
-    return d ? deferred_error(d, what) : BP_OK;
-}
-
-bp_status bp_region_stream_destroying(bp_stream *stream) {
-    if (stream->region)
-        return bp_set_error(BP_ERR_INVALID_STATE, "bp_stream_destroy: the stream is recording a "
-                            "region; end it with bp_region_end first");
-    for (int i = 0; i < stream->region_aux_count; i++)
-        bp_stream_destroy(stream->region_aux[i]);
-    stream->region_aux_count = 0;
-    return BP_OK;
+__attribute__((constructor)) static void install_capture(void) {
+    bp_capture_install(&region_capture);
+    bp_storage_set_capture_hook(defer_storage);
 }
 
 /* ---- recording ---- */
@@ -229,10 +163,10 @@ static bp_status record(bp_region *r, const bp_op_record *op, const bp_kernel_en
         /* Descriptors in a region come from bp_tensor_kernel_desc (documented). */
         bp_tensor *t = bp_tensor_of_desc(desc);
         bp_storage *s = t->storage;
-        if (s->deferred && s->deferred->region != r) {
+        if (s->deferred && s->deferred->owner != &r->capture) {
             node_free(&node);
-            if (!s->deferred->region)
-                return deferred_error(s->deferred, op->name);
+            if (!s->deferred->owner)
+                return bp_storage_check_readable(s, op->name);
             return bp_set_error(BP_ERR_INVALID_STATE, "%s: tensor %d is deferred in another "
                                 "region (recording on another stream) that has not ended; end "
                                 "that region first", op->name, i);
@@ -263,9 +197,9 @@ static bp_status record(bp_region *r, const bp_op_record *op, const bp_kernel_en
 
 bp_status bp_region_intercept(const bp_op_record *op, const bp_kernel_entry *kernel,
                               bp_op_call *call, bp_stream *stream, bool *handled) {
-    if (stream->region) {
+    if (stream->capture) {
         *handled = true;
-        return record(stream->region, op, kernel, call);
+        return record(bp_region_of(stream), op, kernel, call);
     }
     const bp_kernel_call *kc = &call->kernel;
     for (int i = 0; i < kc->n_inputs + kc->n_outputs; i++) {
@@ -278,9 +212,9 @@ bp_status bp_region_intercept(const bp_op_record *op, const bp_kernel_entry *ker
             numel *= d->shape[k];
         if (numel == 0)
             continue;
-        const bp_deferred *def = bp_tensor_of_desc(d)->storage->deferred;
-        if (def)
-            return deferred_error(def, op->name);
+        const bp_storage *s = bp_tensor_of_desc(d)->storage;
+        if (s->deferred)
+            return bp_storage_check_readable(s, op->name);
     }
     return BP_OK;
 }
@@ -296,9 +230,9 @@ static void region_free(bp_region *r, bool failed) {
         if (s->deferred) {
             /* Never got memory (a zero-byte storage needs none): stays unreadable. */
             if (failed || (!s->ptr && s->bytes > 0))
-                s->deferred->region = NULL;
+                bp_storage_abandon(s);
             else
-                deferred_resolve(s);
+                bp_storage_resolve(s);
         }
         bp_storage_release(s);
     }
@@ -312,7 +246,7 @@ bp_status bp_region_begin(bp_stream *stream, const char *hints_json) {
     bp_status st = bp_stream_check(stream, "bp_region_begin");
     if (st != BP_OK)
         return st;
-    if (stream->region)
+    if (stream->capture)
         return bp_set_error(BP_ERR_INVALID_STATE, "bp_region_begin: the stream (on %s) already "
                             "records a region; regions do not nest on one stream (end the "
                             "open one first)", stream->device->name);
@@ -324,27 +258,21 @@ bp_status bp_region_begin(bp_stream *stream, const char *hints_json) {
         free(r);
         return bp_error_prefix(st, "bp_region_begin");
     }
-    r->serial = atomic_fetch_add(&next_serial, 1);
     r->stream = stream;
-    pthread_mutex_lock(&open_lock);
-    r->next_open = open_regions;
-    open_regions = r;
-    pthread_mutex_unlock(&open_lock);
-    stream->region = r;
-    atomic_fetch_add(&stream->device->recording, 1);
+    bp_stream_capture_begin(stream, &r->capture);
     __atomic_fetch_add(&bp_dispatch_hooks, BP_HOOKS_REGION_UNIT, __ATOMIC_RELAXED);
     return BP_OK;
 }
 
 int bp_region_active(const bp_stream *stream) {
-    return stream && bp_stream_check(stream, "bp_region_active") == BP_OK && stream->region;
+    return stream && bp_stream_check(stream, "bp_region_active") == BP_OK && stream->capture;
 }
 
 bp_status bp_region_end(bp_stream *stream, bp_region_report *report) {
     bp_status st = bp_stream_check(stream, "bp_region_end");
     if (st != BP_OK)
         return st;
-    bp_region *r = stream->region;
+    bp_region *r = bp_region_of(stream);
     if (!r)
         return bp_set_error(BP_ERR_INVALID_STATE, "bp_region_end: no region is open on this "
                             "stream (on %s); call bp_region_begin first", stream->device->name);
@@ -353,9 +281,7 @@ bp_status bp_region_end(bp_stream *stream, bp_region_report *report) {
                           "expected at least %zu (set it to sizeof(bp_region_report))",
                           report->struct_size, sizeof(bp_region_report));
     /* The stream stops recording before anything runs: the executor issues to it. */
-    stream->region = NULL;
-    open_list_remove(r);
-    atomic_fetch_sub(&stream->device->recording, 1);
+    bp_stream_capture_end(stream);
     __atomic_fetch_sub(&bp_dispatch_hooks, BP_HOOKS_REGION_UNIT, __ATOMIC_RELAXED);
 
     for (int i = 0; i < r->nstorages; i++) {

@@ -11,17 +11,25 @@
 
 enum { MAX_INLINE_ARGS = 16 };
 
+/* The region's stream and n - 1 extra streams, kept in its capture_data (freed by
+ * the recorder's release_stream_data when the stream is destroyed). */
 static bp_status get_streams(bp_stream *main, int n, bp_stream **streams) {
     streams[0] = main;
+    if (n > 1 && !main->capture_data) {
+        main->capture_data = calloc(1, sizeof(bp_region_aux_streams));
+        if (!main->capture_data)
+            return bp_set_error(BP_ERR_OUT_OF_MEMORY, "bp_region_end: out of host memory");
+    }
+    bp_region_aux_streams *aux = main->capture_data;
     for (int i = 1; i < n; i++) {
-        if (main->region_aux_count < i) {
-            bp_stream *aux = NULL;
-            bp_status st = bp_stream_create(main->device, main->priority, &aux);
+        if (aux->count < i) {
+            bp_stream *extra = NULL;
+            bp_status st = bp_stream_create(main->device, main->priority, &extra);
             if (st != BP_OK)
                 return bp_error_prefix(st, "bp_region_end: creating a stream for the schedule");
-            main->region_aux[main->region_aux_count++] = aux;
+            aux->streams[aux->count++] = extra;
         }
-        streams[i] = main->region_aux[i - 1];
+        streams[i] = aux->streams[i - 1];
     }
     return BP_OK;
 }

@@ -9,6 +9,7 @@
 #include "dispatcher_internal.h"
 #include "ptr_map.h"
 #include "hints_internal.h"
+#include "tensor_internal.h"
 
 #define BP_REGION_MAX_STREAMS 16
 
@@ -41,17 +42,9 @@ typedef struct bp_region_node {
     void *attrs;         /* a copy of op->attrs_size bytes, or NULL */
 } bp_region_node;
 
-/* Deferred state of a storage (bp_storage.deferred). */
-typedef struct bp_deferred {
-    struct bp_region *region; /* NULL once the region failed */
-    pthread_mutex_t lock;
-    bp_tensor **views;        /* headers over the storage, patched when memory comes */
-    int nviews, cap;
-} bp_deferred;
-
+/* A region is its stream's capture (hal/capture.c): begin and end open and close it. */
 typedef struct bp_region {
-    uint64_t serial;          /* first member: hal/event.c reads it through the pointer */
-    struct bp_region *next_open; /* the list bp_region_serial_open searches */
+    bp_stream_capture capture; /* first member: stream->capture leads here (bp_region_of) */
     bp_stream *stream;
     bp_hint_set *hints;
     bp_region_node *nodes;
@@ -61,6 +54,18 @@ typedef struct bp_region {
     int nstorages, cap_storages;
     bool backend_compiled;    /* executor: the device took the whole region (BP_CAP_REGIONS) */
 } bp_region;
+
+/* The region `stream` records, or NULL. */
+static inline bp_region *bp_region_of(const bp_stream *stream) {
+    return (bp_region *)stream->capture;
+}
+
+/* The extra streams of a stream's bfs schedules (its capture_data), created on first
+ * need by the executor, destroyed with the stream. */
+typedef struct bp_region_aux_streams {
+    bp_stream *streams[BP_REGION_MAX_STREAMS - 1];
+    int count;
+} bp_region_aux_streams;
 
 /* The schedule a policy made (hints/schedule.c). */
 typedef struct bp_schedule {

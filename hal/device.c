@@ -236,9 +236,9 @@ bp_status bp_device_synchronize(bp_device *device) {
     bp_status st = bp_device_ensure_open(device);
     if (st != BP_OK)
         return st;
-    if (atomic_load(&device->recording) > 0)
-        return bp_set_error(BP_ERR_INVALID_STATE, "bp_device_synchronize: a stream of %s is "
-                            "recording a region; end it (bp_region_end) first", device->name);
+    if (atomic_load(&device->capturing) > 0)
+        return bp_capture_refuse(BP_CAPTURE_REFUSE_DEVICE_SYNCHRONIZE, "bp_device_synchronize",
+                                 device);
     bp_host_funcs_device_wait(device);
     st = device->backend->desc->device->synchronize(device->handle);
     return st == BP_OK ? st : bp_error_prefix(st, device->name);

@@ -77,10 +77,9 @@ bp_status bp_event_record(bp_event *event, bp_stream *stream) {
         return bp_error_prefix(st, event->device->name);
     bp_host_funcs_event_recorded(event, stream);
     atomic_store(&event->recorded, true);
-    /* Read by bp_event_synchronize: waiting for an event inside an open region would
+    /* Read by bp_event_synchronize: waiting for an event inside an open capture would
      * wait for work that has not been issued. */
-    atomic_store_explicit(&event->region_serial,
-                          stream->region ? *(const uint64_t *)stream->region : 0,
+    atomic_store_explicit(&event->capture_serial, stream->capture ? stream->capture->serial : 0,
                           memory_order_relaxed);
     return BP_OK;
 }
@@ -99,11 +98,10 @@ bp_status bp_event_synchronize(bp_event *event) {
     bp_status st = bp_event_check(event, "bp_event_synchronize");
     if (st != BP_OK || !atomic_load(&event->recorded))
         return st;
-    uint64_t serial = atomic_load_explicit(&event->region_serial, memory_order_relaxed);
-    if (serial && bp_region_serial_open(serial))
-        return bp_set_error(BP_ERR_INVALID_STATE, "bp_event_synchronize: the event was recorded "
-                            "on a stream of %s that is recording a region; end the region "
-                            "(bp_region_end) before waiting for it", event->device->name);
+    uint64_t serial = atomic_load_explicit(&event->capture_serial, memory_order_relaxed);
+    if (serial && bp_capture_serial_open(serial))
+        return bp_capture_refuse(BP_CAPTURE_REFUSE_EVENT_SYNCHRONIZE, "bp_event_synchronize",
+                                 event->device);
     bp_host_funcs_event_wait(event);
     st = event->device->backend->desc->event->synchronize(event->handle);
     return st == BP_OK ? st : bp_error_prefix(st, event->device->name);

@@ -96,7 +96,7 @@ struct bp_device {
     void *handle;                    /* the backend's device handle */
     struct bp_stream *default_stream;
     struct bp_allocator *allocator;
-    atomic_int recording;            /* regions open on its streams (dispatcher/region.c) */
+    atomic_int capturing;            /* its streams being captured (capture.c) */
     atomic_uint host_funcs_pending;  /* fallback host functions not yet run (host_func.c) */
 };
 
@@ -181,11 +181,11 @@ struct bp_stream {
     void *handle;
     int priority;
     bool is_default;
-    /* Regions (dispatcher/region.c): the region this stream records, or NULL; and the
-     * extra streams its bfs schedules run on, created on first need, destroyed with it. */
-    struct bp_region *region;
-    struct bp_stream *region_aux[16];
-    int region_aux_count;
+    /* Capture (capture.c): the open capture of this stream, or NULL; and the capturing
+     * layer's own data on the stream (NULL when none), which it frees through its
+     * callbacks' release_stream_data when the stream is destroyed. */
+    struct bp_stream_capture *capture;
+    void *capture_data;
     /* Host functions of the core's fallback (host_func.c): the queue, made at the first
      * launch, and how many of its functions have not returned yet. */
     _Atomic(struct bp_host_queue *) host_queue;
@@ -198,8 +198,8 @@ struct bp_event {
     void *handle;
     unsigned flags;
     atomic_bool recorded;
-    /* Recorded on a stream while it recorded a region with this serial (0: not). */
-    _Atomic uint64_t region_serial; /* threads may record one event at once */
+    /* Recorded on a stream while it was captured with this serial (0: not). */
+    _Atomic uint64_t capture_serial; /* threads may record one event at once */
     /* Recorded after fallback host functions (host_func.c): the stream's queue and the
      * launch count it must complete before the event does; NULL when none. */
     _Atomic(struct bp_host_queue *) host_queue;
@@ -266,73 +266,62 @@ BP_INTERNAL bp_status bp_allocator_set_limit(bp_allocator *a, uint64_t limit_byt
  * is destroyed: cached blocks tagged with it become usable by every stream. */
 BP_INTERNAL void bp_allocator_stream_destroyed(bp_allocator *a, bp_stream *stream);
 
-/* ---- tensors (tensor.c) ---- */
+/* ---- stream capture (capture.c) ----
+ * A layer above hal may capture a stream, as CUDA captures a stream into a graph: the
+ * region recorder (dispatcher/region.c) records the work issued to the stream between
+ * bp_region_begin and bp_region_end instead of running it. hal keeps the capture state
+ * (the stream's capture, the open captures by serial, the count per device) and refuses
+ * the calls that cannot be captured (waits, copies, memsets, host functions, destroying
+ * the stream); the capturing layer installs a callback table for what hal cannot decide
+ * itself. Without one installed, nothing captures. */
 
-/* Reference-counted device memory shared by a tensor and its views. */
-typedef struct bp_storage {
-    atomic_int refcount;
-    bp_device *device;
-    void *ptr;                 /* from bp_memory_alloc; NULL for zero bytes */
-    size_t bytes;
-    bp_stream *stream;         /* the stream it was allocated for */
-    uint64_t stream_id;        /* its id: a stream's address may be reused later */
-    atomic_uint_least64_t last_user_id; /* last other stream recorded as a user */
-    /* Non-NULL while the storage is deferred: created inside a region, its memory is
-     * assigned by the region's executor (dispatcher/region.c). */
-    struct bp_deferred *deferred;
-} bp_storage;
+/* The capturing layer embeds this as the first member of its own record, so that
+ * stream->capture leads it there. Set by bp_stream_capture_begin. */
+typedef struct bp_stream_capture {
+    uint64_t serial;                       /* unique for the process, never 0 */
+    struct bp_stream_capture *next_open;   /* the open captures (capture.c) */
+} bp_stream_capture;
 
-struct bp_tensor {
-    atomic_int refcount;
-    bp_storage *storage;
-    bp_dtype dtype;
-    int ndim;
-    int64_t shape[BP_MAX_DIMS];
-    int64_t strides[BP_MAX_DIMS]; /* elements */
-    int64_t offset;               /* elements */
-    /* What kernels see, filled once by bp_tensor_make_view (the metadata above never
-     * changes), so that dispatch passes a pointer instead of building a copy. */
-    bp_tensor_desc desc;
-};
+/* The calls refused while a capture is open. */
+typedef enum bp_capture_refusal {
+    BP_CAPTURE_REFUSE_SYNCHRONIZE,        /* bp_stream_synchronize */
+    BP_CAPTURE_REFUSE_COPY,               /* copies and memsets */
+    BP_CAPTURE_REFUSE_HOST_FUNC,          /* bp_stream_launch_host_func */
+    BP_CAPTURE_REFUSE_DESTROY,            /* bp_stream_destroy */
+    BP_CAPTURE_REFUSE_DEVICE_SYNCHRONIZE, /* bp_device_synchronize: a stream of it captures */
+    BP_CAPTURE_REFUSE_EVENT_SYNCHRONIZE,  /* bp_event_synchronize: recorded in an open capture */
+} bp_capture_refusal;
 
-/* Writes "[2, 3, 4]" into buf and returns it (truncated to fit). */
-BP_INTERNAL const char *bp_shape_str(const int64_t *shape, int ndim, char *buf, size_t size);
-/* A new tensor header over `storage` (retained), with the given layout; fills desc. */
-BP_INTERNAL bp_status bp_tensor_make_view(bp_storage *storage, bp_dtype dtype, int ndim,
-                                          const int64_t *shape, const int64_t *strides,
-                                          int64_t offset, bp_tensor **out_tensor);
-/* Marks the tensor's storage as used by `stream` (bp_memory_record_stream) when that
- * is not the stream it was allocated for, so its memory is not reused too early. */
-BP_INTERNAL bp_status bp_tensor_note_stream(const bp_tensor *tensor, bp_stream *stream);
-/* Storage reference counting for the region recorder (tensor.c). */
-BP_INTERNAL void bp_storage_retain(bp_storage *storage);
-BP_INTERNAL void bp_storage_release(bp_storage *storage);
+typedef struct bp_capture_callbacks {
+    /* Sets the error for `refusal` of the call named `what` on `device` (the capturing
+     * stream's) and returns BP_ERR_INVALID_STATE. */
+    bp_status (*refuse)(bp_capture_refusal refusal, const char *what, const bp_device *device);
+    /* bp_stream_destroy of a stream that does not capture and has capture_data: frees
+     * that data (hal then clears the slot). Called before the stream's own work is waited for; it may still use
+     * the stream. */
+    void (*release_stream_data)(bp_stream *stream);
+} bp_capture_callbacks;
 
-/* ---- regions (dispatcher/region.c): the hooks the HAL calls ---- */
-
-/* Sets the error and returns BP_ERR_INVALID_STATE when `stream` records a region
- * (`what` names the caller: synchronize, copies). BP_OK otherwise. */
-BP_INTERNAL bp_status bp_region_check_not_recording(const bp_stream *stream, const char *what);
-/* BP_ERR_INVALID_STATE when the tensor's storage is deferred (its region has not ended
- * or failed), with a message naming `what`. */
-BP_INTERNAL bp_status bp_region_check_readable(const bp_tensor *tensor, const char *what);
-/* bp_tensor_empty on a recording stream: makes `storage` deferred in that region. */
-BP_INTERNAL bp_status bp_region_defer_storage(bp_stream *stream, bp_storage *storage);
-/* A header over deferred storage was made / is being freed (for patching at the end). */
-BP_INTERNAL bp_status bp_region_view_added(bp_storage *storage, bp_tensor *tensor);
-BP_INTERNAL void bp_region_view_removed(bp_storage *storage, bp_tensor *tensor);
-/* Frees what a deferred storage still holds when it is freed itself. */
-BP_INTERNAL void bp_region_storage_freed(bp_storage *storage);
-/* bp_stream_destroy: BP_ERR_INVALID_STATE while it records; else destroys its aux
- * streams. */
-BP_INTERNAL bp_status bp_region_stream_destroying(bp_stream *stream);
-/* bp_event_synchronize: whether the region with this serial (from bp_event_record) is
- * still open. */
-BP_INTERNAL bool bp_region_serial_open(uint64_t serial);
-
-/* The tensor whose desc member `desc` is (a descriptor from bp_tensor_kernel_desc). */
-static inline bp_tensor *bp_tensor_of_desc(const bp_tensor_desc *desc) {
-    return (bp_tensor *)((const char *)desc - offsetof(struct bp_tensor, desc));
+/* Installs the capturing layer's callbacks (from its constructor, before any API call). */
+BP_INTERNAL void bp_capture_install(const bp_capture_callbacks *callbacks);
+/* Starts capturing `stream` (not capturing now) into `capture`, which gets a serial;
+ * counts the stream in its device's `capturing`. */
+BP_INTERNAL void bp_stream_capture_begin(bp_stream *stream, bp_stream_capture *capture);
+/* Ends the open capture of `stream`: it runs its work again. */
+BP_INTERNAL void bp_stream_capture_end(bp_stream *stream);
+/* Whether the capture with this serial (from bp_event_record) is still open. */
+BP_INTERNAL bool bp_capture_serial_open(uint64_t serial);
+/* The installed callbacks' error for `refusal` of `what` on `device`. */
+BP_INTERNAL bp_status bp_capture_refuse(bp_capture_refusal refusal, const char *what,
+                                        const bp_device *device);
+/* bp_stream_destroy: refused while `stream` captures; else its capture_data is released
+ * (release_stream_data). */
+BP_INTERNAL bp_status bp_capture_stream_destroying(bp_stream *stream);
+/* BP_OK when `stream` is not captured, else the error for `refusal` of `what`. */
+static inline bp_status bp_stream_check_not_captured(const bp_stream *stream,
+                                                     bp_capture_refusal refusal,
+                                                     const char *what) {
+    return stream->capture ? bp_capture_refuse(refusal, what, stream->device) : BP_OK;
 }
 
 #endif

@@ -176,7 +176,7 @@ bp_status bp_stream_launch_host_func(bp_stream *stream, bp_host_fn fn, void *arg
     if (!fn)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "%s: fn is NULL (stream on %s)", what,
                             stream->device->name);
-    st = bp_region_check_not_recording(stream, what);
+    st = bp_stream_check_not_captured(stream, BP_CAPTURE_REFUSE_HOST_FUNC, what);
     if (st != BP_OK)
         return st;
     const bp_stream_vtable *vt = stream->device->backend->desc->stream;

@@ -219,7 +219,7 @@ bp_status bp_memory_copy_async(void *dst, bp_device *dst_device, const void *src
     if (st == BP_OK)
         st = resolve_stream(primary, secondary, &stream, what);
     if (st == BP_OK)
-        st = bp_region_check_not_recording(stream, what);
+        st = bp_stream_check_not_captured(stream, BP_CAPTURE_REFUSE_COPY, what);
     if (st != BP_OK || size == 0)
         return st;
     bp_stream_host_funcs_wait(stream);
@@ -247,7 +247,7 @@ bp_status bp_memory_set_async(bp_device *device, void *ptr, int value, size_t si
     if (st == BP_OK)
         st = resolve_stream(device, NULL, &stream, what);
     if (st == BP_OK)
-        st = bp_region_check_not_recording(stream, what);
+        st = bp_stream_check_not_captured(stream, BP_CAPTURE_REFUSE_COPY, what);
     if (st != BP_OK || size == 0)
         return st;
     if (!ptr)

@@ -71,7 +71,7 @@ bp_status bp_stream_destroy(bp_stream *stream) {
         return bp_set_error(BP_ERR_INVALID_ARGUMENT,
                             "bp_stream_destroy: the default stream of %s cannot be destroyed",
                             stream->device->name);
-    st = bp_region_stream_destroying(stream);
+    st = bp_capture_stream_destroying(stream);
     if (st != BP_OK)
         return st;
     unsigned expected = BP_MAGIC_STREAM;
@@ -118,7 +118,8 @@ bp_status bp_stream_get_priority(const bp_stream *stream, int *out_priority) {
 bp_status bp_stream_synchronize(bp_stream *stream) {
     bp_status st = bp_stream_check(stream, "bp_stream_synchronize");
     if (st == BP_OK)
-        st = bp_region_check_not_recording(stream, "bp_stream_synchronize");
+        st = bp_stream_check_not_captured(stream, BP_CAPTURE_REFUSE_SYNCHRONIZE,
+                                          "bp_stream_synchronize");
     if (st == BP_OK)
         st = bp_host_funcs_synchronize(stream);
     if (st != BP_OK)

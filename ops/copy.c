@@ -1,5 +1,6 @@
 /* Creation and copy ops: fill, copy (with broadcast and dtype conversion), cast, cat,
- * and the tensor copies of tensor.h (bp_tensor_contiguous, bp_tensor_to). */
+ * and the tensor copies of tensor.h (bp_tensor_contiguous, bp_tensor_to_host,
+ * bp_tensor_reshape when no view fits, bp_tensor_to). */
 #include <string.h>
 
 #include "ops_internal.h"
@@ -96,6 +97,100 @@ bp_status bp_tensor_contiguous(bp_tensor *tensor, bp_tensor **out_tensor) {
         return BP_OK;
     }
     return bp_cast(tensor, tensor->dtype, out_tensor);
+}
+
+/* Through a contiguous copy when strided; device-to-host on the current stream,
+ * waited for. */
+bp_status bp_tensor_to_host(const bp_tensor *tensor, void *host_data, size_t host_size) {
+    if (!tensor)
+        return null_arg("bp_tensor_to_host", "tensor");
+    size_t bytes = (size_t)bp_tensor_numel(tensor) * bp_dtype_size(tensor->dtype);
+    if (bytes == 0)
+        return BP_OK;
+    if (!host_data)
+        return null_arg("bp_tensor_to_host", "host_data");
+    bp_status rst = bp_storage_check_readable(tensor->storage, "bp_tensor_to_host");
+    if (rst != BP_OK)
+        return rst;
+    if (host_size < bytes)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_to_host: host buffer has %zu "
+                            "bytes, the tensor needs %zu (%lld %s elements)", host_size, bytes,
+                            (long long)bp_tensor_numel(tensor), bp_dtype_name(tensor->dtype));
+    bp_device *device = tensor->storage->device;
+    bp_stream *stream = bp_current_stream(device);
+    if (!stream)
+        return bp_error_prefix(BP_ERR_INVALID_ARGUMENT, "bp_tensor_to_host");
+    bp_tensor *c = NULL;
+    /* bp_tensor_contiguous only retains or reads the tensor: the cast keeps it const. */
+    bp_status st = bp_tensor_contiguous((bp_tensor *)tensor, &c);
+    if (st != BP_OK)
+        return bp_error_prefix(st, "bp_tensor_to_host");
+    st = bp_memory_copy_async(host_data, NULL, bp_tensor_data(c), device, bytes, stream);
+    if (st == BP_OK)
+        st = bp_stream_synchronize(stream);
+    bp_tensor_release(c);
+    return st == BP_OK ? BP_OK : bp_error_prefix(st, "bp_tensor_to_host");
+}
+
+
+/* A view when bp_tensor_view_strides finds strides, else a view of a contiguous copy. */
+bp_status bp_tensor_reshape(bp_tensor *tensor, int ndim, const int64_t *shape,
+                            bp_tensor **out_tensor) {
+    if (!out_tensor)
+        return null_arg("bp_tensor_reshape", "out_tensor");
+    *out_tensor = NULL;
+    if (!tensor)
+        return null_arg("bp_tensor_reshape", "tensor");
+    if (ndim < 0 || ndim > BP_MAX_DIMS)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_reshape: ndim %d is out of range "
+                            "(0 to %d)", ndim, BP_MAX_DIMS);
+    if (ndim > 0 && !shape)
+        return null_arg("bp_tensor_reshape", "shape");
+    char want[200], have[200];
+    int64_t new_shape[BP_MAX_DIMS], known = 1;
+    int infer = -1;
+    for (int d = 0; d < ndim; d++) {
+        new_shape[d] = shape[d];
+        if (shape[d] == -1 && infer < 0) {
+            infer = d;
+        } else if (shape[d] < 0) {
+            return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_reshape: invalid shape %s (%s)",
+                                bp_shape_str(shape, ndim, want, sizeof want),
+                                shape[d] == -1 ? "only one dim may be -1" : "negative dim");
+        } else if (__builtin_mul_overflow(known, shape[d], &known)) {
+            return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_reshape: shape %s has too many "
+                                "elements", bp_shape_str(shape, ndim, want, sizeof want));
+        }
+    }
+    int64_t numel = bp_tensor_numel(tensor);
+    if (infer >= 0) {
+        if (known == 0 || numel % known != 0)
+            return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_reshape: cannot reshape a "
+                                "tensor of shape %s (%lld elements) into %s",
+                                bp_shape_str(tensor->shape, tensor->ndim, have, sizeof have),
+                                (long long)numel, bp_shape_str(shape, ndim, want, sizeof want));
+        new_shape[infer] = numel / known;
+        known = numel;
+    }
+    if (known != numel)
+        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_reshape: cannot reshape a tensor "
+                            "of shape %s (%lld elements) into %s (%lld elements)",
+                            bp_shape_str(tensor->shape, tensor->ndim, have, sizeof have),
+                            (long long)numel, bp_shape_str(new_shape, ndim, want, sizeof want),
+                            (long long)known);
+    int64_t strides[BP_MAX_DIMS];
+    if (bp_tensor_view_strides(tensor, ndim, new_shape, strides))
+        return bp_tensor_make_view(tensor->storage, tensor->dtype, ndim, new_shape, strides,
+                                   tensor->offset, out_tensor);
+    bp_tensor *c = NULL;
+    bp_status st = bp_tensor_contiguous(tensor, &c);
+    if (st != BP_OK)
+        return bp_error_prefix(st, "bp_tensor_reshape");
+    bp_contiguous_strides(ndim, new_shape, strides);
+    st = bp_tensor_make_view(c->storage, c->dtype, ndim, new_shape, strides, c->offset,
+                             out_tensor);
+    bp_tensor_release(c);
+    return st;
 }
 
 /* Copies the bytes of contiguous `src` into `dst` (same numel and dtype), on one

@@ -4,6 +4,7 @@
 #define BP_OPS_INTERNAL_H
 
 #include "dispatcher_internal.h"
+#include "tensor_internal.h"
 
 /* Built-in ops (id, name, attribute bytes), defined in this order at init so that the
  * enum value is the op id. */

@@ -2,13 +2,13 @@
  *
  * A tensor header is immutable once made; only the two reference counts and the
  * storage's last_user_id change, and those are atomic, so tensors may be shared between
- * threads. Copies (bp_tensor_contiguous, used by reshape and to_host) live in
- * ops/copy.c. */
+ * threads. What copies through the op library (bp_tensor_contiguous, bp_tensor_to_host,
+ * bp_tensor_reshape when no view fits) lives in ops/copy.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hal_internal.h"
+#include "tensor_internal.h"
 
 /* ---- storage ---- */
 
@@ -16,7 +16,7 @@ static void storage_release(bp_storage *s) {
     if (atomic_fetch_sub_explicit(&s->refcount, 1, memory_order_acq_rel) != 1)
         return;
     if (s->deferred)
-        bp_region_storage_freed(s);
+        bp_deferred_storage_freed(s);
     if (s->ptr && bp_memory_free(s->device, s->ptr) != BP_OK)
         bp_log(BP_LOG_ERROR, "tensor", "freeing %zu bytes of tensor storage on %s failed: %s",
                s->bytes, s->device->name, bp_last_error());
@@ -38,7 +38,7 @@ static int64_t numel_of(int ndim, const int64_t *shape) {
     return n;
 }
 
-static void contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
+void bp_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides) {
     int64_t s = 1;
     for (int d = ndim - 1; d >= 0; d--) {
         strides[d] = s;
@@ -140,7 +140,7 @@ bp_status bp_tensor_make_view(bp_storage *storage, bp_dtype dtype, int ndim, con
     t->offset = offset;
     describe(t, &t->desc);
     if (storage->deferred) {
-        bp_status st = bp_region_view_added(storage, t);
+        bp_status st = bp_deferred_view_added(storage, t);
         if (st != BP_OK) {
             storage_release(storage);
             free(t);
@@ -206,14 +206,14 @@ bp_status bp_tensor_empty(bp_device *device, bp_dtype dtype, int ndim, const int
     s->bytes = bytes;
     s->stream = stream;
     s->stream_id = stream->id;
-    st = stream->region ? bp_region_defer_storage(stream, s)
-                        : bp_memory_alloc(device, bytes, stream, &s->ptr);
+    st = stream->capture ? bp_storage_captured(stream, s)
+                         : bp_memory_alloc(device, bytes, stream, &s->ptr);
     if (st != BP_OK) {
         free(s);
         return st;
     }
     int64_t strides[BP_MAX_DIMS];
-    contiguous_strides(ndim, shape, strides);
+    bp_contiguous_strides(ndim, shape, strides);
     st = bp_tensor_make_view(s, dtype, ndim, shape, strides, 0, out_tensor);
     storage_release(s); /* the view holds it now, or it goes */
     return st;
@@ -226,10 +226,13 @@ bp_status bp_tensor_from_host(bp_device *device, bp_dtype dtype, int ndim, const
         return null_error("bp_tensor_from_host", "out_tensor");
     *out_tensor = NULL;
     bp_stream *current = bp_current_stream(device);
-    if (current && current->region) /* its copy could not be recorded */
-        return bp_region_check_not_recording(current, "bp_tensor_from_host");
+    bp_status st = BP_OK;
+    if (current) /* its copy could not be recorded */
+        st = bp_stream_check_not_captured(current, BP_CAPTURE_REFUSE_COPY, "bp_tensor_from_host");
+    if (st != BP_OK)
+        return st;
     bp_tensor *t = NULL;
-    bp_status st = bp_tensor_empty(device, dtype, ndim, shape, &t);
+    st = bp_tensor_empty(device, dtype, ndim, shape, &t);
     if (st != BP_OK)
         return bp_error_prefix(st, "bp_tensor_from_host");
     bp_storage *s = t->storage;
@@ -250,39 +253,6 @@ bp_status bp_tensor_from_host(bp_device *device, bp_dtype dtype, int ndim, const
     return BP_OK;
 }
 
-/* Through a contiguous copy when strided; device-to-host on the current stream,
- * waited for. */
-bp_status bp_tensor_to_host(const bp_tensor *tensor, void *host_data, size_t host_size) {
-    if (!tensor)
-        return null_error("bp_tensor_to_host", "tensor");
-    size_t bytes = (size_t)bp_tensor_numel(tensor) * bp_dtype_size(tensor->dtype);
-    if (bytes == 0)
-        return BP_OK;
-    if (!host_data)
-        return null_error("bp_tensor_to_host", "host_data");
-    bp_status rst = bp_region_check_readable(tensor, "bp_tensor_to_host");
-    if (rst != BP_OK)
-        return rst;
-    if (host_size < bytes)
-        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_to_host: host buffer has %zu "
-                            "bytes, the tensor needs %zu (%lld %s elements)", host_size, bytes,
-                            (long long)bp_tensor_numel(tensor), bp_dtype_name(tensor->dtype));
-    bp_device *device = tensor->storage->device;
-    bp_stream *stream = bp_current_stream(device);
-    if (!stream)
-        return bp_error_prefix(BP_ERR_INVALID_ARGUMENT, "bp_tensor_to_host");
-    bp_tensor *c = NULL;
-    /* bp_tensor_contiguous only retains or reads the tensor: the cast keeps it const. */
-    bp_status st = bp_tensor_contiguous((bp_tensor *)tensor, &c);
-    if (st != BP_OK)
-        return bp_error_prefix(st, "bp_tensor_to_host");
-    st = bp_memory_copy_async(host_data, NULL, bp_tensor_data(c), device, bytes, stream);
-    if (st == BP_OK)
-        st = bp_stream_synchronize(stream);
-    bp_tensor_release(c);
-    return st == BP_OK ? BP_OK : bp_error_prefix(st, "bp_tensor_to_host");
-}
-
 /* Reference counting: the last header released drops its storage reference. */
 bp_tensor *bp_tensor_retain(bp_tensor *tensor) {
     if (tensor)
@@ -294,7 +264,7 @@ void bp_tensor_release(bp_tensor *tensor) {
     if (!tensor || atomic_fetch_sub_explicit(&tensor->refcount, 1, memory_order_acq_rel) != 1)
         return;
     if (tensor->storage->deferred)
-        bp_region_view_removed(tensor->storage, tensor);
+        bp_deferred_view_removed(tensor->storage, tensor);
     storage_release(tensor->storage);
     free(tensor);
 }
@@ -330,7 +300,7 @@ bp_device *bp_tensor_device(const bp_tensor *tensor) {
 
 void *bp_tensor_data(const bp_tensor *tensor) {
     if (tensor && tensor->storage->deferred) {
-        bp_region_check_readable(tensor, "bp_tensor_data");
+        bp_storage_check_readable(tensor->storage, "bp_tensor_data");
         return NULL;
     }
     if (!tensor || !tensor->storage->ptr || bp_tensor_numel(tensor) == 0)
@@ -509,12 +479,12 @@ bp_status bp_tensor_unsqueeze(bp_tensor *tensor, int dim, bp_tensor **out_view) 
     return view_of(tensor, shape, strides, ndim + 1, tensor->offset, out_view);
 }
 
-/* Strides that express `tensor` with `shape` without copying, as PyTorch's
- * computeStride: walk the old dims from the back in chunks that are contiguous with
- * each other, and require the new dims to tile each chunk exactly. */
-static bool view_strides(const bp_tensor *t, int ndim, const int64_t *shape, int64_t *strides) {
+/* PyTorch's computeStride: walk the old dims from the back in chunks that are
+ * contiguous with each other, and require the new dims to tile each chunk exactly. */
+bool bp_tensor_view_strides(const bp_tensor *t, int ndim, const int64_t *shape,
+                            int64_t *strides) {
     if (bp_tensor_is_contiguous(t)) {
-        contiguous_strides(ndim, shape, strides);
+        bp_contiguous_strides(ndim, shape, strides);
         return true;
     }
     int view_d = ndim - 1;
@@ -538,62 +508,4 @@ static bool view_strides(const bp_tensor *t, int ndim, const int64_t *shape, int
         }
     }
     return view_d == -1;
-}
-
-/* A view when view_strides finds strides, else a view of a contiguous copy. */
-bp_status bp_tensor_reshape(bp_tensor *tensor, int ndim, const int64_t *shape,
-                            bp_tensor **out_tensor) {
-    if (!out_tensor)
-        return null_error("bp_tensor_reshape", "out_tensor");
-    *out_tensor = NULL;
-    if (!tensor)
-        return null_error("bp_tensor_reshape", "tensor");
-    if (ndim < 0 || ndim > BP_MAX_DIMS)
-        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_reshape: ndim %d is out of range "
-                            "(0 to %d)", ndim, BP_MAX_DIMS);
-    if (ndim > 0 && !shape)
-        return null_error("bp_tensor_reshape", "shape");
-    char want[200], have[200];
-    int64_t new_shape[BP_MAX_DIMS], known = 1;
-    int infer = -1;
-    for (int d = 0; d < ndim; d++) {
-        new_shape[d] = shape[d];
-        if (shape[d] == -1 && infer < 0) {
-            infer = d;
-        } else if (shape[d] < 0) {
-            return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_reshape: invalid shape %s (%s)",
-                                bp_shape_str(shape, ndim, want, sizeof want),
-                                shape[d] == -1 ? "only one dim may be -1" : "negative dim");
-        } else if (__builtin_mul_overflow(known, shape[d], &known)) {
-            return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_reshape: shape %s has too many "
-                                "elements", bp_shape_str(shape, ndim, want, sizeof want));
-        }
-    }
-    int64_t numel = bp_tensor_numel(tensor);
-    if (infer >= 0) {
-        if (known == 0 || numel % known != 0)
-            return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_reshape: cannot reshape a "
-                                "tensor of shape %s (%lld elements) into %s",
-                                bp_shape_str(tensor->shape, tensor->ndim, have, sizeof have),
-                                (long long)numel, bp_shape_str(shape, ndim, want, sizeof want));
-        new_shape[infer] = numel / known;
-        known = numel;
-    }
-    if (known != numel)
-        return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_tensor_reshape: cannot reshape a tensor "
-                            "of shape %s (%lld elements) into %s (%lld elements)",
-                            bp_shape_str(tensor->shape, tensor->ndim, have, sizeof have),
-                            (long long)numel, bp_shape_str(new_shape, ndim, want, sizeof want),
-                            (long long)known);
-    int64_t strides[BP_MAX_DIMS];
-    if (view_strides(tensor, ndim, new_shape, strides))
-        return view_of(tensor, new_shape, strides, ndim, tensor->offset, out_tensor);
-    bp_tensor *c = NULL;
-    bp_status st = bp_tensor_contiguous(tensor, &c);
-    if (st != BP_OK)
-        return bp_error_prefix(st, "bp_tensor_reshape");
-    contiguous_strides(ndim, new_shape, strides);
-    st = view_of(c, new_shape, strides, ndim, c->offset, out_tensor);
-    bp_tensor_release(c);
-    return st;
 }
