@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# check-layers.sh: checks the layer table (scripts/layers.txt, docs/architecture.md
+# "Layers") against the code, two ways:
+#   includes: every #include "x" of a source file of the tree resolves to the folder
+#             that holds x (next to the file, else the one file of the tree so named);
+#             that folder's layer must be one the file's layer may use.
+#   symbols:  every symbol an object of libbackplane references (nm -u) and another
+#             object of it defines (nm --defined-only) must be defined in a layer the
+#             referencing object's layer may use.
+# Each violation is one line naming the file and the header or symbol; exit 1 if any,
+# else 0 with a one-line summary; exit 2 on bad usage (no build directory, no objects,
+# a folder of sources the table does not cover).
+#
+# usage: scripts/check-layers.sh [--source DIR] [--table FILE] [--nm PROGRAM] BUILD_DIR
+#   --source  the source tree (default: the tree this script is in)
+#   --table   the layer table (default: SOURCE/scripts/layers.txt)
+#   --nm      the nm that reads the build's objects (default: $NM, else nm; a cross
+#             build's ctest entry passes CMAKE_NM)
+#   BUILD_DIR a configured and built tree: its objects of libbackplane are
+#             BUILD_DIR/CMakeFiles/backplane.dir/<folder>/<file>.o
+set -euo pipefail
+
+usage() {
+  echo "usage: $0 [--source DIR] [--table FILE] [--nm PROGRAM] BUILD_DIR" >&2
+  exit 2
+}
+fail_usage() {
+  echo "check-layers: $*" >&2
+  exit 2
+}
+
+source_dir="$(cd "$(dirname "$0")/.." && pwd)"
+table=""
+nm_program="${NM:-nm}"
+build_dir=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --source) [ $# -ge 2 ] || usage; source_dir="$2"; shift 2 ;;
+    --table) [ $# -ge 2 ] || usage; table="$2"; shift 2 ;;
+    --nm) [ $# -ge 2 ] || usage; nm_program="$2"; shift 2 ;;
+    -h|--help) usage ;;
+    -*) echo "check-layers: unknown option '$1'" >&2; usage ;;
+    *) [ -z "$build_dir" ] || usage; build_dir="$1"; shift ;;
+  esac
+done
+[ -n "$build_dir" ] || { echo "check-layers: no build directory given" >&2; usage; }
+[ -d "$build_dir" ] || fail_usage "no build directory '$build_dir'"
+[ -d "$source_dir" ] || fail_usage "no source directory '$source_dir'"
+[ -n "$table" ] || table="$source_dir/scripts/layers.txt"
+[ -f "$table" ] || fail_usage "no layer table '$table'"
+command -v "$nm_program" >/dev/null || fail_usage "nm program '$nm_program' not found"
+
+object_dir="$build_dir/CMakeFiles/backplane.dir"
+[ -d "$object_dir" ] || fail_usage "no objects of libbackplane: '$object_dir' does not exist (configure and build the backplane target first)"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# The sources of the tree, relative to it: build trees (a CMakeCache.txt) and hidden
+# folders (.git, virtual environments) left out.
+(cd "$source_dir" && find . -mindepth 1 \
+  \( -type d \( -name '.*' -o -exec test -e '{}/CMakeCache.txt' \; \) -prune \) -o \
+  -type f \( -name '*.c' -o -name '*.h' -o -name '*.def' -o -name '*.cu' -o -name '*.cl' \) -print) |
+  sed 's|^\./||' | LC_ALL=C sort >"$work/sources"
+
+# The objects of libbackplane as "<folder>/<file> <path>": the object path under
+# backplane.dir mirrors the source's path in the source tree (or, for a generated
+# source, in the build tree).
+(cd "$object_dir" && find . -type f -name '*.o' | sed 's|^\./||' | LC_ALL=C sort) >"$work/objects"
+[ -s "$work/objects" ] || fail_usage "no objects of libbackplane under '$object_dir' (build the backplane target first)"
+
+# "<object> D <symbol> <nm type>" for each global an object defines, "<object> U
+# <symbol>" for each it references (nm -A: "<object>:<nm's line>").
+mapfile -t objects <"$work/objects"
+(cd "$object_dir" && "$nm_program" -A --defined-only "${objects[@]}") >"$work/defined" ||
+  fail_usage "$nm_program cannot read the objects under '$object_dir'"
+(cd "$object_dir" && "$nm_program" -A -u "${objects[@]}") >"$work/undefined" ||
+  fail_usage "$nm_program cannot read the objects under '$object_dir'"
+awk '{ object = substr($0, 1, index($0, ":") - 1); sub(/\.o$/, "", object)
+       if (NF == 3 && $2 ~ /^[A-Z]$/) print object, "D", $3, $2 }' "$work/defined" >"$work/symbols"
+awk '{ object = substr($0, 1, index($0, ":") - 1); sub(/\.o$/, "", object)
+       print object, "U", $NF }' "$work/undefined" >>"$work/symbols"
+
+awk -v table="$table" -v source_dir="$source_dir" \
+    -v sources="$work/sources" -v symbols="$work/symbols" -f - <<'AWK'
+function usage_error(message) {
+  print "check-layers: " message > "/dev/stderr"
+  exit 2
+}
+
+function read_table(   line, n, f, i, name) {
+  while ((getline line < table) > 0) {
+    sub(/#.*/, "", line)
+    n = split(line, f)
+    if (n == 0) continue
+    if (f[1] == "layer" && n >= 3) {
+      name = f[2]
+      rank[name] = f[3]
+      for (i = 4; i <= n; i++) uses[name, f[i]] = 1
+      layers[name] = 1
+    } else if (f[1] == "folder" && n == 3) {
+      if (!(f[3] in layers)) usage_error(table ": folder " f[2] " is in layer '" f[3] "', which no layer line defines")
+      folder_layer[f[2]] = f[3]
+    } else if (f[1] == "entry" && n == 2) {
+      is_entry[f[2]] = 1
+    } else {
+      usage_error(table ": cannot read the line '" line "'")
+    }
+  }
+  close(table)
+}
+
+# The row of the table that covers a folder: sets found_layer and found_root (the
+# file's own folder for "self": the row's path, or backends/<name> for backends/*).
+function classify(folder,   path, best, root, prefix, rest) {
+  best = ""
+  for (path in folder_layer) {
+    if (path ~ /\/\*$/) {
+      prefix = substr(path, 1, length(path) - 1)
+      if (index(folder "/", prefix) == 1 && folder "/" != prefix && length(prefix) > length(best)) {
+        best = prefix
+        rest = substr(folder, length(prefix) + 1)
+        sub(/\/.*/, "", rest)
+        root = prefix rest
+        best_path = path
+      }
+    } else if ((folder == path || index(folder, path "/") == 1) && length(path) > length(best)) {
+      best = path
+      root = path
+      best_path = path
+    }
+  }
+  if (best == "") return 0
+  found_layer = folder_layer[best_path]
+  found_root = root
+  return 1
+}
+
+function layer_words(name) {
+  return (rank[name] == "-" ? "layer" : "layer " rank[name]) " '" name "'"
+}
+
+function may_use(from_layer, from_root, to_layer, to_root) {
+  if ((from_layer, "any") in uses || (from_layer, to_layer) in uses) return 1
+  return to_layer == from_layer && to_root == from_root && (from_layer, "self") in uses
+}
+
+function dir_of(path) {
+  return path ~ /\// ? substr(path, 1, match(path, /\/[^\/]*$/) - 1) : "."
+}
+
+# a/./b/../c -> a/c ("" when it leaves the tree)
+function normal(path,   parts, n, i, out, k) {
+  n = split(path, parts, "/")
+  k = 0
+  for (i = 1; i <= n; i++) {
+    if (parts[i] == "" || parts[i] == ".") continue
+    if (parts[i] == "..") { if (k == 0) return ""; k--; continue }
+    out[++k] = parts[i]
+  }
+  path = ""
+  for (i = 1; i <= k; i++) path = path (i > 1 ? "/" : "") out[i]
+  return path
+}
+
+# The file of the tree an #include "name" of `file` reads: beside it, else the one file
+# of the tree whose path ends in /name. Sets resolve_count to the number of candidates.
+function resolve(file, name,   beside, path, hit) {
+  beside = normal(dir_of(file) "/" name)
+  resolve_count = 1
+  if (beside in is_source) return beside
+  resolve_count = 0
+  hit = ""
+  for (path in is_source)
+    if (path == name || substr(path, length(path) - length(name)) == "/" name) {
+      resolve_count++
+      hit = (hit == "" ? path : hit ", " path)
+    }
+  return hit
+}
+
+BEGIN {
+  read_table()
+  while ((getline line < sources) > 0) {
+    is_source[line] = 1
+    order[++file_count] = line
+  }
+  close(sources)
+  for (i = 1; i <= file_count; i++) {
+    folder = dir_of(order[i])
+    if (!classify(folder))
+      usage_error(order[i] ": the folder " folder "/ is in no row of " table " (add it to the layer table)")
+  }
+
+  # includes
+  for (i = 1; i <= file_count; i++) {
+    file = order[i]
+    classify(dir_of(file))
+    from_layer = found_layer
+    from_root = found_root
+    line_number = 0
+    while ((getline line < (source_dir "/" file)) > 0) {
+      line_number++
+      if (line !~ /^[ \t]*#[ \t]*include[ \t]*"/) continue
+      name = line
+      sub(/^[ \t]*#[ \t]*include[ \t]*"/, "", name)
+      sub(/".*/, "", name)
+      target = resolve(file, name)
+      if (resolve_count == 0) continue  # not of the tree: generated in the build tree
+      if (resolve_count > 1) {
+        print file ":" line_number ": includes " name ", which several files of the tree are (" target "): name it with its folder"
+        violations++
+        continue
+      }
+      classify(dir_of(target))
+      if (!may_use(from_layer, from_root, found_layer, found_root)) {
+        print file ":" line_number ": includes " name " (" dir_of(target) "/, " layer_words(found_layer) ") from " layer_words(from_layer)
+        violations++
+      }
+    }
+    close(source_dir "/" file)
+  }
+
+  # symbols: who defines what, then who references what
+  while ((getline line < symbols) > 0) {
+    split(line, f, " ")
+    if (!(f[1] in object_layer)) {
+      if (!classify(dir_of(f[1])))
+        usage_error(f[1] ".o: the folder " dir_of(f[1]) "/ is in no row of " table " (add it to the layer table)")
+      object_layer[f[1]] = found_layer
+      object_root[f[1]] = found_root
+      objects++
+    }
+    if (f[2] == "D" && !(f[3] in defined_by)) { defined_by[f[3]] = f[1]; defined_type[f[3]] = f[4] }
+  }
+  close(symbols)
+  while ((getline line < symbols) > 0) {
+    split(line, f, " ")
+    if (f[2] != "U" || !(f[3] in defined_by) || f[3] in is_entry) continue
+    object = f[1]
+    definer = defined_by[f[3]]
+    if (!may_use(object_layer[object], object_root[object], object_layer[definer], object_root[definer])) {
+      print object ": " (defined_type[f[3]] ~ /^[TWi]$/ ? "calls " : "uses ") f[3] " (" definer ", " \
+        layer_words(object_layer[definer]) ") from " layer_words(object_layer[object])
+      violations++
+    }
+  }
+  close(symbols)
+
+  if (violations) {
+    print "layers: " violations " violation(s) of " table " (" file_count " files, " objects " objects)"
+    exit 1
+  }
+  print "layers: " file_count " files, " objects " objects, 0 violations"
+}
+AWK
