@@ -11,17 +11,22 @@
 # else 0 with a one-line summary; exit 2 on bad usage (no build directory, no objects,
 # a folder of sources the table does not cover).
 #
-# usage: scripts/check-layers.sh [--source DIR] [--table FILE] [--nm PROGRAM] BUILD_DIR
+# usage: scripts/check-layers.sh [--source DIR] [--table FILE] [--nm PROGRAM]
+#                                 [--objects FILE] BUILD_DIR
 #   --source  the source tree (default: the tree this script is in)
 #   --table   the layer table (default: SOURCE/scripts/layers.txt)
-#   --nm      the nm that reads the build's objects (default: $NM, else nm; a cross
-#             build's ctest entry passes CMAKE_NM)
+#   --nm      the nm that reads the build's objects (default: $NM, else nm; the ctest
+#             entry passes CMAKE_NM, the cross toolchain's in a cross build)
+#   --objects the objects of libbackplane in this configuration, one path a line (default:
+#             BUILD_DIR/layering/backplane-objects.txt, which tests/layers.cmake writes,
+#             else every .o under BUILD_DIR/CMakeFiles/backplane.dir): objects a moved
+#             or removed source left behind are not read
 #   BUILD_DIR a configured and built tree: its objects of libbackplane are
 #             BUILD_DIR/CMakeFiles/backplane.dir/<folder>/<file>.o
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 [--source DIR] [--table FILE] [--nm PROGRAM] BUILD_DIR" >&2
+  echo "usage: $0 [--source DIR] [--table FILE] [--nm PROGRAM] [--objects FILE] BUILD_DIR" >&2
   exit 2
 }
 fail_usage() {
@@ -32,12 +37,14 @@ fail_usage() {
 source_dir="$(cd "$(dirname "$0")/.." && pwd)"
 table=""
 nm_program="${NM:-nm}"
+object_list=""
 build_dir=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --source) [ $# -ge 2 ] || usage; source_dir="$2"; shift 2 ;;
     --table) [ $# -ge 2 ] || usage; table="$2"; shift 2 ;;
     --nm) [ $# -ge 2 ] || usage; nm_program="$2"; shift 2 ;;
+    --objects) [ $# -ge 2 ] || usage; object_list="$2"; shift 2 ;;
     -h|--help) usage ;;
     -*) echo "check-layers: unknown option '$1'" >&2; usage ;;
     *) [ -z "$build_dir" ] || usage; build_dir="$1"; shift ;;
@@ -63,10 +70,20 @@ trap 'rm -rf "$work"' EXIT
   -type f \( -name '*.c' -o -name '*.h' -o -name '*.def' -o -name '*.cu' -o -name '*.cl' \) -print) |
   sed 's|^\./||' | LC_ALL=C sort >"$work/sources"
 
-# The objects of libbackplane as "<folder>/<file> <path>": the object path under
-# backplane.dir mirrors the source's path in the source tree (or, for a generated
-# source, in the build tree).
-(cd "$object_dir" && find . -type f -name '*.o' | sed 's|^\./||' | LC_ALL=C sort) >"$work/objects"
+# The objects of libbackplane, relative to backplane.dir: their paths there mirror the
+# sources' in the source tree (or, for a generated source, in the build tree).
+[ -n "$object_list" ] || [ ! -f "$build_dir/layering/backplane-objects.txt" ] ||
+  object_list="$build_dir/layering/backplane-objects.txt"
+if [ -n "$object_list" ]; then
+  [ -f "$object_list" ] || fail_usage "no object list '$object_list'"
+  sed -n 's|^\(.*/\)\{0,1\}CMakeFiles/backplane\.dir/||p' "$object_list" | LC_ALL=C sort >"$work/objects"
+  while read -r object; do
+    [ -f "$object_dir/$object" ] ||
+      fail_usage "no object '$object_dir/$object', which '$object_list' names (build the backplane target first)"
+  done <"$work/objects"
+else
+  (cd "$object_dir" && find . -type f -name '*.o' | sed 's|^\./||' | LC_ALL=C sort) >"$work/objects"
+fi
 [ -s "$work/objects" ] || fail_usage "no objects of libbackplane under '$object_dir' (build the backplane target first)"
 
 # "<object> D <symbol> <nm type>" for each global an object defines, "<object> U
