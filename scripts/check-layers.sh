@@ -17,7 +17,8 @@
 #   --table   the layer table (default: SOURCE/scripts/layers.txt)
 #   --nm      the nm that reads the build's objects (default: $NM, else nm; the ctest
 #             entry passes CMAKE_NM, the cross toolchain's in a cross build)
-#   --objects the objects of libbackplane in this configuration, one path a line (default:
+#   --objects the objects of libbackplane in this configuration (its own and those of the
+#             static libraries linked into it), one path a line (default:
 #             BUILD_DIR/layering/backplane-objects.txt, which tests/layers.cmake writes,
 #             else every .o under BUILD_DIR/CMakeFiles/backplane.dir): objects a moved
 #             or removed source left behind are not read
@@ -70,33 +71,59 @@ trap 'rm -rf "$work"' EXIT
   -type f \( -name '*.c' -o -name '*.h' -o -name '*.def' -o -name '*.cu' -o -name '*.cl' \) -print) |
   sed 's|^\./||' | LC_ALL=C sort >"$work/sources"
 
-# The objects of libbackplane, relative to backplane.dir: their paths there mirror the
-# sources' in the source tree (or, for a generated source, in the build tree).
+# The objects of libbackplane, relative to the build tree: from the list (absolute
+# paths, or relative to the build tree), else every .o under CMakeFiles/backplane.dir.
 [ -n "$object_list" ] || [ ! -f "$build_dir/layering/backplane-objects.txt" ] ||
   object_list="$build_dir/layering/backplane-objects.txt"
 if [ -n "$object_list" ]; then
   [ -f "$object_list" ] || fail_usage "no object list '$object_list'"
-  sed -n 's|^\(.*/\)\{0,1\}CMakeFiles/backplane\.dir/||p' "$object_list" | LC_ALL=C sort >"$work/objects"
+  build_logical="$(cd "$build_dir" && pwd -L)"
+  build_physical="$(cd "$build_dir" && pwd -P)"
   while read -r object; do
-    [ -f "$object_dir/$object" ] ||
-      fail_usage "no object '$object_dir/$object', which '$object_list' names (build the backplane target first)"
-  done <"$work/objects"
+    [ -n "$object" ] || continue
+    case "$object" in
+      "$build_logical"/*) object="${object#"$build_logical"/}" ;;
+      "$build_physical"/*) object="${object#"$build_physical"/}" ;;
+      /*) fail_usage "the object '$object', which '$object_list' names, is not in the build directory '$build_dir'" ;;
+    esac
+    [ -f "$build_dir/$object" ] ||
+      fail_usage "no object '$build_dir/$object', which '$object_list' names (build the backplane target first)"
+    printf '%s\n' "$object"
+  done <"$object_list" | LC_ALL=C sort >"$work/objects"
 else
-  (cd "$object_dir" && find . -type f -name '*.o' | sed 's|^\./||' | LC_ALL=C sort) >"$work/objects"
+  (cd "$build_dir" && find CMakeFiles/backplane.dir -type f -name '*.o' | LC_ALL=C sort) >"$work/objects"
 fi
 [ -s "$work/objects" ] || fail_usage "no objects of libbackplane under '$object_dir' (build the backplane target first)"
 
-# "<object> D <symbol> <nm type>" for each global an object defines, "<object> U
-# <symbol>" for each it references (nm -A: "<object>:<nm's line>").
+# "<source> D <symbol> <nm type>" for each global an object defines, "<source> U
+# <symbol>" for each it references (nm -A: "<object>:<nm's line>"). An object's source:
+# <dir>/CMakeFiles/<target>.dir/<path>.o is <dir>/<path> (CMake writes ".." as "__"),
+# in the source tree or, for a generated source, in the build tree.
 mapfile -t objects <"$work/objects"
-(cd "$object_dir" && "$nm_program" -A --defined-only "${objects[@]}") >"$work/defined" ||
-  fail_usage "$nm_program cannot read the objects under '$object_dir'"
-(cd "$object_dir" && "$nm_program" -A -u "${objects[@]}") >"$work/undefined" ||
-  fail_usage "$nm_program cannot read the objects under '$object_dir'"
-awk '{ object = substr($0, 1, index($0, ":") - 1); sub(/\.o$/, "", object)
-       if (NF == 3 && $2 ~ /^[A-Z]$/) print object, "D", $3, $2 }' "$work/defined" >"$work/symbols"
-awk '{ object = substr($0, 1, index($0, ":") - 1); sub(/\.o$/, "", object)
-       print object, "U", $NF }' "$work/undefined" >>"$work/symbols"
+(cd "$build_dir" && "$nm_program" -A --defined-only "${objects[@]}") >"$work/defined" ||
+  fail_usage "$nm_program cannot read the objects of '$build_dir'"
+(cd "$build_dir" && "$nm_program" -A -u "${objects[@]}") >"$work/undefined" ||
+  fail_usage "$nm_program cannot read the objects of '$build_dir'"
+symbol_lines='
+function source_of(object,   at, rest, parts, n, i, k, path) {
+  at = index(object, "CMakeFiles/")
+  rest = substr(object, at + length("CMakeFiles/"))
+  sub(/^[^\/]*\.dir\//, "", rest)
+  sub(/\.o$/, "", rest)
+  n = split(substr(object, 1, at - 1) rest, parts, "/")
+  k = 0
+  for (i = 1; i <= n; i++) {
+    if (parts[i] == "" || parts[i] == ".") continue
+    if (parts[i] == "__") { if (k > 0) k--; continue }
+    parts[++k] = parts[i]
+  }
+  path = parts[1]
+  for (i = 2; i <= k; i++) path = path "/" parts[i]
+  return path
+}
+{ object = source_of(substr($0, 1, index($0, ":") - 1)) }'
+awk "$symbol_lines"' NF == 3 && $2 ~ /^[A-Z]$/ { print object, "D", $3, $2 }' "$work/defined" >"$work/symbols"
+awk "$symbol_lines"' { print object, "U", $NF }' "$work/undefined" >>"$work/symbols"
 
 awk -v table="$table" -v source_dir="$source_dir" \
     -v sources="$work/sources" -v symbols="$work/symbols" -f - <<'AWK'

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The layering check (scripts/check-layers.sh) on scratch trees with known faults.
 # usage: layering_fixture.sh detects_violations|usage_errors SOURCE_DIR SCRATCH_DIR CC NM
-#   detects_violations: hal/log.c includes dispatcher_internal.h and hal/stream.c's
-#     object calls bp_region_check_not_recording, defined by dispatcher/region.c's: exit
-#     1, each named with its file; without the two faults: exit 0 and the summary.
-#   usage_errors: no build directory, a missing one, one without objects, a folder of
-#     sources the table lacks, an object list naming a missing object: exit 2 and the
-#     message each.
+#   detects_violations: hal/log.c includes dispatcher_internal.h, hal/stream.c's object
+#     calls bp_region_check_not_recording (dispatcher/region.c's), the cpu kit's
+#     backends/cpukit/cpu_queue.c's calls hal's bp_stream_check: exit 1, each named with
+#     its file; without the three faults: exit 0 and the summary, from the object list
+#     and from the objects under CMakeFiles/backplane.dir alone.
+#   usage_errors: no build directory, a missing one, one without objects, an object list
+#     naming a missing object or one outside the build directory, a folder of sources the
+#     table lacks: exit 2 and the message each.
 set -euo pipefail
 [ $# -eq 5 ] || { echo "usage: $0 detects_violations|usage_errors SOURCE_DIR SCRATCH_DIR CC NM" >&2; exit 2; }
 case_name="$1" source_dir="$2" scratch="$3" cc="$4" nm="$5"
@@ -17,30 +19,40 @@ fail() {
   exit 1
 }
 
-# The scratch tree: a copy of the real table; hal/stream.c, hal/log.c and
-# dispatcher/region.c (with dispatcher/dispatcher_internal.h); their objects where a
-# build puts libbackplane's. $1: "faulty" or "clean".
+# The scratch tree: a copy of the real table; hal/stream.c, hal/log.c,
+# dispatcher/region.c (with dispatcher/dispatcher_internal.h) and the kit's
+# backends/cpukit/cpu_queue.c; their objects where a build puts them, listed in
+# build/layering/backplane-objects.txt as tests/layers.cmake lists them. $1: "faulty" (hal/log.c
+# includes dispatcher_internal.h, hal/stream.c calls bp_region_check_not_recording, the
+# kit calls hal's bp_stream_check) or "clean".
 make_tree() {
+  local src="$scratch/src" build="$scratch/build" file object
   rm -rf "$scratch"
-  mkdir -p "$scratch/src/scripts" "$scratch/src/hal" "$scratch/src/dispatcher" \
-           "$scratch/build/CMakeFiles/backplane.dir/hal" "$scratch/build/CMakeFiles/backplane.dir/dispatcher"
-  cp "$source_dir/scripts/layers.txt" "$scratch/src/scripts/"
-  printf 'int bp_region_check_not_recording(void);\n' >"$scratch/src/dispatcher/dispatcher_internal.h"
+  mkdir -p "$src/scripts" "$src/hal" "$src/dispatcher" "$src/backends/cpukit" "$build/layering"
+  cp "$source_dir/scripts/layers.txt" "$src/scripts/"
+  printf 'int bp_region_check_not_recording(void);\n' >"$src/dispatcher/dispatcher_internal.h"
   printf '#include "dispatcher_internal.h"\nint bp_region_check_not_recording(void) { return 0; }\n' \
-    >"$scratch/src/dispatcher/region.c"
+    >"$src/dispatcher/region.c"
   if [ "$1" = faulty ]; then
     printf 'int bp_region_check_not_recording(void);\nint bp_stream_check(void) { return bp_region_check_not_recording(); }\n' \
-      >"$scratch/src/hal/stream.c"
+      >"$src/hal/stream.c"
     printf '#include <stdio.h>\n\n#include "dispatcher_internal.h"\nvoid bp_log(void) { puts("log"); }\n' \
-      >"$scratch/src/hal/log.c"
+      >"$src/hal/log.c"
+    printf 'int bp_stream_check(void);\nint cpu_queue_push(void) { return bp_stream_check(); }\n' \
+      >"$src/backends/cpukit/cpu_queue.c"
   else
-    printf 'int bp_stream_check(void) { return 0; }\n' >"$scratch/src/hal/stream.c"
-    printf '#include <stdio.h>\nvoid bp_log(void) { puts("log"); }\n' >"$scratch/src/hal/log.c"
+    printf 'int bp_stream_check(void) { return 0; }\n' >"$src/hal/stream.c"
+    printf '#include <stdio.h>\nvoid bp_log(void) { puts("log"); }\n' >"$src/hal/log.c"
+    printf 'int cpu_queue_push(void) { return 0; }\n' >"$src/backends/cpukit/cpu_queue.c"
   fi
-  local file
-  for file in hal/stream.c hal/log.c dispatcher/region.c; do
-    "$cc" -c -I"$scratch/src/dispatcher" -o "$scratch/build/CMakeFiles/backplane.dir/$file.o" \
-      "$scratch/src/$file" || fail "cannot compile $file with $cc"
+  for file in hal/stream.c hal/log.c dispatcher/region.c backends/cpukit/cpu_queue.c; do
+    case "$file" in
+      backends/cpukit/*) object="$build/backends/cpukit/CMakeFiles/bp_cpukit.dir/${file#backends/cpukit/}.o" ;;
+      *) object="$build/CMakeFiles/backplane.dir/$file.o" ;;
+    esac
+    mkdir -p "$(dirname "$object")"
+    "$cc" -c -I"$src/dispatcher" -o "$object" "$src/$file" || fail "cannot compile $file with $cc"
+    printf '%s\n' "$object" >>"$build/layering/backplane-objects.txt"
   done
 }
 
@@ -68,10 +80,14 @@ case "$case_name" in
     run_check "$scratch/build"
     expect 1 "hal/log.c:3: includes dispatcher_internal.h (dispatcher/, layer 2 'dispatch') from layer 0 'hal'" \
       "hal/stream.c: calls bp_region_check_not_recording (dispatcher/region.c, layer 2 'dispatch') from layer 0 'hal'" \
-      "layers: 2 violation(s)"
+      "backends/cpukit/cpu_queue.c: calls bp_stream_check (hal/stream.c, layer 0 'hal') from layer 'kit'" \
+      "layers: 3 violation(s)"
     make_tree clean
     run_check "$scratch/build"
-    expect 0 "layers: 4 files, 3 objects, 0 violations"
+    expect 0 "layers: 5 files, 4 objects, 0 violations"
+    rm "$scratch/build/layering/backplane-objects.txt"
+    run_check "$scratch/build"
+    expect 0 "layers: 5 files, 3 objects, 0 violations"
     ;;
   usage_errors)
     make_tree clean
@@ -82,9 +98,12 @@ case "$case_name" in
     mkdir -p "$scratch/empty-build"
     run_check "$scratch/empty-build"
     expect 2 "no objects of libbackplane"
-    printf '/x/CMakeFiles/backplane.dir/hal/gone.c.o\n' >"$scratch/objects.txt"
+    printf '%s\n' "$scratch/build/CMakeFiles/backplane.dir/hal/gone.c.o" >"$scratch/objects.txt"
     run_check --objects "$scratch/objects.txt" "$scratch/build"
-    expect 2 "no object '$scratch/build/CMakeFiles/backplane.dir/hal/gone.c.o'"
+    expect 2 "no object '$scratch/build/CMakeFiles/backplane.dir/hal/gone.c.o', which '$scratch/objects.txt' names"
+    printf '/elsewhere/CMakeFiles/backplane.dir/hal/log.c.o\n' >"$scratch/objects.txt"
+    run_check --objects "$scratch/objects.txt" "$scratch/build"
+    expect 2 "the object '/elsewhere/CMakeFiles/backplane.dir/hal/log.c.o', which '$scratch/objects.txt' names, is not in the build directory"
     mkdir -p "$scratch/src/newlayer"
     printf 'int bp_new(void) { return 0; }\n' >"$scratch/src/newlayer/new.c"
     run_check "$scratch/build"

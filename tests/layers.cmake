@@ -5,8 +5,20 @@
 # the build's (the cross toolchain's in a cross build); nothing runs on the target, so no
 # emulator. The objects are this configuration's, listed at generate time: an object a
 # moved or removed source left in the build tree is not read.
+# libbackplane's objects are its own and those of the static libraries linked into it
+# (the cpu kit).
 set(bp_layering_objects ${CMAKE_BINARY_DIR}/layering/backplane-objects.txt)
-file(GENERATE OUTPUT ${bp_layering_objects} CONTENT "$<JOIN:$<TARGET_OBJECTS:backplane>,\n>\n")
+set(bp_layering_content "$<JOIN:$<TARGET_OBJECTS:backplane>,\n>\n")
+get_target_property(bp_backplane_links backplane LINK_LIBRARIES)
+foreach(lib IN LISTS bp_backplane_links)
+  if(TARGET ${lib})
+    get_target_property(type ${lib} TYPE)
+    if(type STREQUAL "STATIC_LIBRARY")
+      string(APPEND bp_layering_content "$<JOIN:$<TARGET_OBJECTS:${lib}>,\n>\n")
+    endif()
+  endif()
+endforeach()
+file(GENERATE OUTPUT ${bp_layering_objects} CONTENT "${bp_layering_content}")
 add_test(NAME layering COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/check-layers.sh
   --nm ${CMAKE_NM} --objects ${bp_layering_objects} ${CMAKE_BINARY_DIR})
 foreach(case detects_violations usage_errors)
