@@ -7,6 +7,8 @@
 #   symbols:  every symbol an object of libbackplane references (nm -u) and another
 #             object of it defines (nm --defined-only) must be defined in a layer the
 #             referencing object's layer may use.
+# And docs/architecture.md, where the tree has it, shows the same table ("### The layer
+# table": rows, folders, what each may use).
 # Each violation is one line naming the file and the header or symbol; exit 1 if any,
 # else 0 with a one-line summary; exit 2 on bad usage (no build directory, no objects,
 # a folder of sources the table does not cover).
@@ -125,7 +127,11 @@ function source_of(object,   at, rest, parts, n, i, k, path) {
 awk "$symbol_lines"' NF == 3 && $2 ~ /^[A-Z]$/ { print object, "D", $3, $2 }' "$work/defined" >"$work/symbols"
 awk "$symbol_lines"' { print object, "U", $NF }' "$work/undefined" >>"$work/symbols"
 
-awk -v table="$table" -v source_dir="$source_dir" \
+# The copy of the table in the docs, when the tree has them.
+doc=""
+[ ! -f "$source_dir/docs/architecture.md" ] || doc="$source_dir/docs/architecture.md"
+
+awk -v table="$table" -v source_dir="$source_dir" -v doc="$doc" -v doc_name="docs/architecture.md" \
     -v sources="$work/sources" -v symbols="$work/symbols" -f - <<'AWK'
 function usage_error(message) {
   print "check-layers: " message > "/dev/stderr"
@@ -178,6 +184,71 @@ function classify(folder,   path, best, root, prefix, rest) {
   found_layer = folder_layer[best_path]
   found_root = root
   return 1
+}
+
+function doc_violation(line_number, message) {
+  print doc_name ":" line_number ": " message
+  violations++
+}
+
+# The words in backquotes of a table cell, as keys of `words`.
+function quoted_words(cell, words,   rest, n) {
+  split("", words)
+  rest = cell
+  while (match(rest, /`[^`]*`/)) {
+    words[substr(rest, RSTART + 1, RLENGTH - 2)] = 1
+    rest = substr(rest, RSTART + RLENGTH)
+  }
+}
+
+# docs/architecture.md's table ("### The layer table") must say what the table file
+# says: one row per layer (its rank first), the folders of the layer (backends/* as
+# `backends/<name>/`) and no folder of another, the layers it may use in backquotes,
+# "own folder" for self, "anything" for any.
+function check_doc(   line, line_number, section_line, in_section, rows, cell, n, name, words, word, folder, path, expect) {
+  while ((getline line < doc) > 0) {
+    line_number++
+    if (line ~ /^### The layer table/) { in_section = 1; section_line = line_number; continue }
+    if (!in_section) continue
+    if (line ~ /^#/) break
+    if (line !~ /^\|/ || line ~ /^\|[- |]*$/ || line ~ /^\| *layer *\|/) continue
+    n = split(line, cell, "|")
+    quoted_words(cell[2], words)
+    name = ""
+    for (word in words) if (word in layers) name = word
+    if (name == "") { doc_violation(line_number, "a row of the layer table names no layer of " table); continue }
+    rows[name] = 1
+    if (rank[name] != "-" && cell[2] !~ "^ *" rank[name] " ")
+      doc_violation(line_number, "the row of layer '" name "' does not start with its rank " rank[name])
+    quoted_words(cell[3], words)
+    for (path in folder_layer) {
+      if (folder_layer[path] != name) continue
+      expect = path
+      sub(/\*$/, "<name>", expect)
+      if (!((expect "/") in words)) doc_violation(line_number, "the row of layer '" name "' lacks the folder " expect "/")
+    }
+    for (word in words) {
+      folder = word
+      sub(/\/$/, "", folder)
+      if (!classify(folder) || found_layer != name)
+        doc_violation(line_number, "the row of layer '" name "' names " word ", which " table " does not put in it")
+    }
+    quoted_words(cell[4], words)
+    for (word in words)
+      if (!((name, word) in uses))
+        doc_violation(line_number, "the row of layer '" name "' says it may use '" word "', " table " does not")
+    for (word in layers)
+      if ((name, word) in uses && !(word in words))
+        doc_violation(line_number, "the row of layer '" name "' lacks '" word "', which " table " lets it use")
+    if (((name, "self") in uses) != (cell[4] ~ /own folder/))
+      doc_violation(line_number, "the row of layer '" name "' and " table " differ on its own folder (self)")
+    if (((name, "any") in uses) != (cell[4] ~ /anything/))
+      doc_violation(line_number, "the row of layer '" name "' and " table " differ on anything (any)")
+  }
+  close(doc)
+  if (!in_section) doc_violation(line_number, "no section '### The layer table'")
+  for (name in layers)
+    if (!(name in rows)) doc_violation(section_line, "the layer table has no row of layer '" name "'")
 }
 
 function layer_words(name) {
@@ -290,6 +361,8 @@ BEGIN {
     }
   }
   close(symbols)
+
+  if (doc != "") check_doc()
 
   if (violations) {
     print "layers: " violations " violation(s) of " table " (" file_count " files, " objects " objects)"

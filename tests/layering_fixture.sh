@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The layering check (scripts/check-layers.sh) on scratch trees with known faults.
 # usage: layering_fixture.sh detects_violations|usage_errors SOURCE_DIR SCRATCH_DIR CC NM
-#   detects_violations: hal/log.c includes dispatcher_internal.h, hal/stream.c's object
-#     calls bp_region_check_not_recording (dispatcher/region.c's), the cpu kit's
-#     backends/cpukit/cpu_queue.c's calls hal's bp_stream_check: exit 1, each named with
-#     its file; without the three faults: exit 0 and the summary, from the object list
-#     and from the objects under CMakeFiles/backplane.dir alone.
+#   detects_violations: four faults, each named, exit 1: hal/log.c includes
+#     dispatcher_internal.h; hal/stream.c's object calls bp_region_check_not_recording
+#     (dispatcher/region.c's); the cpu kit's backends/cpukit/cpu_queue.c's calls hal's
+#     bp_stream_check; the docs' table lacks the row of layer 'test'. Without them: exit
+#     0 and the summary, from the object list and from the objects under
+#     CMakeFiles/backplane.dir alone.
 #   usage_errors: no build directory, a missing one, one without objects, an object list
 #     naming a missing object or one outside the build directory, a folder of sources the
 #     table lacks: exit 2 and the message each.
@@ -19,17 +20,24 @@ fail() {
   exit 1
 }
 
-# The scratch tree: a copy of the real table; hal/stream.c, hal/log.c,
+# The scratch tree: a copy of the real table and docs/architecture.md; hal/stream.c, hal/log.c,
 # dispatcher/region.c (with dispatcher/dispatcher_internal.h) and the kit's
 # backends/cpukit/cpu_queue.c; their objects where a build puts them, listed in
 # build/layering/backplane-objects.txt as tests/layers.cmake lists them. $1: "faulty" (hal/log.c
 # includes dispatcher_internal.h, hal/stream.c calls bp_region_check_not_recording, the
-# kit calls hal's bp_stream_check) or "clean".
+# kit calls hal's bp_stream_check, the docs' table lacks the row of layer 'test') or
+# "clean".
 make_tree() {
   local src="$scratch/src" build="$scratch/build" file object
   rm -rf "$scratch"
   mkdir -p "$src/scripts" "$src/hal" "$src/dispatcher" "$src/backends/cpukit" "$build/layering"
   cp "$source_dir/scripts/layers.txt" "$src/scripts/"
+  mkdir -p "$src/docs"
+  if [ "$1" = faulty ]; then
+    grep -v '^| `test` |' "$source_dir/docs/architecture.md" >"$src/docs/architecture.md"
+  else
+    cp "$source_dir/docs/architecture.md" "$src/docs/"
+  fi
   printf 'int bp_region_check_not_recording(void);\n' >"$src/dispatcher/dispatcher_internal.h"
   printf '#include "dispatcher_internal.h"\nint bp_region_check_not_recording(void) { return 0; }\n' \
     >"$src/dispatcher/region.c"
@@ -81,7 +89,8 @@ case "$case_name" in
     expect 1 "hal/log.c:3: includes dispatcher_internal.h (dispatcher/, layer 2 'dispatch') from layer 0 'hal'" \
       "hal/stream.c: calls bp_region_check_not_recording (dispatcher/region.c, layer 2 'dispatch') from layer 0 'hal'" \
       "backends/cpukit/cpu_queue.c: calls bp_stream_check (hal/stream.c, layer 0 'hal') from layer 'kit'" \
-      "layers: 3 violation(s)"
+      "docs/architecture.md:" "the layer table has no row of layer 'test'" \
+      "layers: 4 violation(s)"
     make_tree clean
     run_check "$scratch/build"
     expect 0 "layers: 5 files, 4 objects, 0 violations"
