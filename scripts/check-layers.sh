@@ -28,8 +28,9 @@
 #             BUILD_DIR/CMakeFiles/backplane.dir/<folder>/<file>.o
 set -euo pipefail
 
+usage_line="usage: $0 [--source DIR] [--table FILE] [--nm PROGRAM] [--objects FILE] BUILD_DIR"
 usage() {
-  echo "usage: $0 [--source DIR] [--table FILE] [--nm PROGRAM] [--objects FILE] BUILD_DIR" >&2
+  echo "$usage_line" >&2
   exit 2
 }
 fail_usage() {
@@ -48,7 +49,7 @@ while [ $# -gt 0 ]; do
     --table) [ $# -ge 2 ] || usage; table="$2"; shift 2 ;;
     --nm) [ $# -ge 2 ] || usage; nm_program="$2"; shift 2 ;;
     --objects) [ $# -ge 2 ] || usage; object_list="$2"; shift 2 ;;
-    -h|--help) usage ;;
+    -h|--help) echo "$usage_line"; exit 0 ;;
     -*) echo "check-layers: unknown option '$1'" >&2; usage ;;
     *) [ -z "$build_dir" ] || usage; build_dir="$1"; shift ;;
   esac
