@@ -519,12 +519,17 @@ static bp_status register_pending(int i, bp_log_level skip) {
     return BP_OK;
 }
 
+/* The record's PENDING backend leaves the registry (its name and aliases free again). */
+static void forget_backend(plugin_record *r) {
+    bp_registry_drop(r->backend);
+    r->backend = NULL;
+}
+
 /* Record i's backend, whose init failed or which was rejected after it: dropped, with
  * what it registered from init, and the record skipped with `why`. */
 static bp_status drop(int i, bp_log_level skip, bool builtin, bp_status status, const char *why) {
     plugin_record *r = &g_records[i];
-    bp_registry_drop(r->backend);
-    r->backend = NULL;
+    forget_backend(r);
     bp_hal_client_get()->backend_dropped(r->name);
     if (!builtin)
         observe(BP_PLUGIN_STEP_DONE, r);
@@ -541,8 +546,7 @@ static bp_status initialise(int i, bp_log_level skip, bool builtin) {
     char msg[REASON_LIMIT], why[REASON_LIMIT + 64];
 
     if (!builtin && !observe(BP_PLUGIN_STEP_INIT, r)) {
-        bp_registry_drop(backend);
-        r->backend = NULL;
+        forget_backend(r);
         return bp_loader_reject(i, skip, BP_ERR_INVALID_ARGUMENT,
                                 "declined by the application's plugin observer before init");
     }
