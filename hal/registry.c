@@ -10,7 +10,8 @@
  *   - everything waits for the core (quick: no plugin code runs in it);
  *   - opening a device type other than "cpu" (by name or alias, BP_DEVICE),
  *     bp_kernel_register and bp_plugin_load wait until discovery has finished, then
- *     for the init of the backend they name (bp_plugin_load: of every backend);
+ *     for the init of the backend they name (bp_plugin_load, and a name no backend
+ *     has, whose error lists the types present: of every backend);
  *   - bp_device_count, bp_device_get and bp_plugin_count / get_info (bp-info) wait for
  *     discovery and for every found backend's init, run in list order;
  *   - opening "cpu", and ops, streams and memory on devices already open, never wait
