@@ -197,7 +197,12 @@ static void test_open_type_initialises_only_it(void **state) {
 
 /* ---- listing initialises everything, in list order ---- */
 
-typedef enum listing_call { BY_DEVICE_COUNT, BY_DEVICE_GET, BY_PLUGIN_COUNT, BY_PLUGIN_INFO } listing_call;
+typedef enum listing_call {
+    BY_DEVICE_COUNT,
+    BY_DEVICE_GET,
+    BY_PLUGIN_COUNT,
+    BY_PLUGIN_INFO,
+} listing_call;
 
 static void child_listing(void *arg) {
     listing_call call = *(const listing_call *)arg;
@@ -263,7 +268,8 @@ static void child_ordinals(void *arg) {
     const char *expected[] = {"cpu:0", "testdev:0", "testdev:1", "broken:0", "broken:1"};
     for (int k = 0; k < 5; k++) {
         bp_device *dev = NULL;
-        CHILD_CHECK(bp_device_get(k, &dev) == BP_OK && strcmp(bp_device_name(dev), expected[k]) == 0);
+        CHILD_CHECK(bp_device_get(k, &dev) == BP_OK);
+        CHILD_CHECK(strcmp(bp_device_name(dev), expected[k]) == 0);
     }
 }
 
