@@ -265,10 +265,12 @@ bp_status bp_host_register_kernel(const char *backend_name, const char *op_name,
 
 bp_status bp_kernel_register(const char *device_type, const char *op_name, bp_dtype dtype,
                              bp_kernel_fn fn, void *kernel_data, int32_t priority) {
-    /* The type may be a plugin's that is still initialising. */
-    bp_status st = bp_registry_enter("bp_kernel_register", true);
+    /* The type may be a plugin's whose init has not run yet: it runs now. */
+    bp_status st = bp_registry_enter("bp_kernel_register", BP_WAIT_DISCOVERY);
     if (st != BP_OK)
         return st;
+    if (device_type)
+        bp_registry_ready_backend(device_type, strlen(device_type));
     return register_kernel(device_type, op_name, dtype, fn, kernel_data, priority);
 }
 

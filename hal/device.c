@@ -90,19 +90,19 @@ static bool index_value(const char *text, int *out) {
     return true;
 }
 
+/* Finds the device, initialising its backend first if that has not run yet. */
 static bp_status lookup_device(const char *name, size_t type_len, const char *index_text,
                                bp_device **out_device) {
     int index = 0;
     bool in_range = index_value(index_text, &index);
-    bp_registry_lock();
-    bp_backend *backend = bp_registry_find_backend(name, type_len);
+    bp_backend *backend = bp_registry_ready_backend(name, type_len);
     if (!backend) {
         char types[512];
         bp_registry_describe_types(types, sizeof types);
-        bp_registry_unlock();
         return bp_set_error(BP_ERR_NOT_FOUND, "unknown device type '%.*s' in '%s'; types present: %s",
                             (int)type_len, name, name, types);
     }
+    bp_registry_lock();
     bp_device *found = NULL;
     for (int i = 0; in_range && i < backend->device_count; i++)
         if (backend->devices[i]->index == index)
@@ -137,10 +137,12 @@ bp_status bp_device_open(const char *name, bp_device **out_device) {
     bp_status st = parse_device_name(name, &type_len, &index_text);
     if (st != BP_OK)
         return st;
-    /* The built-in cpu is there once the core is up: opening it does not wait for
-     * plugins that are still initialising. Other types may come from plugins. */
+    /* The built-in cpu is there once the core is up: opening it waits neither for
+     * discovery nor for any plugin's init. Other types may come from plugins: their
+     * names are known once discovery has finished, and lookup_device initialises the
+     * one asked for. */
     bool builtin = type_len == 3 && strncasecmp(name, "cpu", 3) == 0;
-    st = bp_registry_enter("bp_device_open", !builtin);
+    st = bp_registry_enter("bp_device_open", builtin ? BP_WAIT_CORE : BP_WAIT_DISCOVERY);
     if (st != BP_OK)
         return st;
     bp_device *device = NULL;
@@ -162,12 +164,16 @@ bp_status bp_device_default(bp_device **out_device) {
     return st == BP_OK ? st : bp_error_prefix(st, "BP_DEVICE");
 }
 
-int bp_device_count(void) { return bp_registry_device_count(); }
+int bp_device_count(void) {
+    if (bp_registry_enter("bp_device_count", BP_WAIT_ALL) != BP_OK)
+        return 0;
+    return bp_registry_device_count();
+}
 
 bp_status bp_device_get(int ordinal, bp_device **out_device) {
     if (!out_device)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_device_get: out_device is NULL");
-    bp_status st = bp_registry_enter("bp_device_get", true);
+    bp_status st = bp_registry_enter("bp_device_get", BP_WAIT_ALL);
     if (st != BP_OK)
         return st;
     bp_device *device = bp_registry_device_at(ordinal);

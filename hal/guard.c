@@ -2,7 +2,7 @@
 #include "hal_internal.h"
 
 static _Thread_local bp_device *tls_device;
-static _Thread_local bp_stream *tls_stream[BP_MAX_DEVICES]; /* by device ordinal */
+static _Thread_local bp_stream *tls_stream[BP_MAX_DEVICES]; /* by device slot */
 
 /* The process default device, opened once it first succeeds. */
 static _Atomic(bp_device *) default_device;
@@ -22,7 +22,7 @@ bp_device *bp_current_device(void) {
 bp_stream *bp_current_stream(bp_device *device) {
     if (!device)
         return NULL;
-    bp_stream *stream = tls_stream[device->ordinal];
+    bp_stream *stream = tls_stream[device->slot];
     if (stream)
         return stream;
     return bp_device_ensure_open(device) == BP_OK ? device->default_stream : NULL;
@@ -128,8 +128,8 @@ bp_status bp_stream_guard_begin(bp_stream_guard *guard, bp_stream *stream) {
     if (st != BP_OK)
         return st;
     guard->device = stream->device;
-    guard->previous_stream = tls_stream[stream->device->ordinal];
-    tls_stream[stream->device->ordinal] = stream;
+    guard->previous_stream = tls_stream[stream->device->slot];
+    tls_stream[stream->device->slot] = stream;
     guard->active = 1;
     return BP_OK;
 }
@@ -138,6 +138,6 @@ void bp_stream_guard_end(bp_stream_guard *guard) {
     if (!guard || !guard->active)
         return;
     guard->active = 0;
-    tls_stream[guard->device->ordinal] = guard->previous_stream;
+    tls_stream[guard->device->slot] = guard->previous_stream;
     bp_device_guard_end(&guard->device_guard);
 }

@@ -69,9 +69,22 @@ BP_INTERNAL const bp_hal_client *bp_hal_client_get(void);
 /* Device type names interned for the kernel tables (device_type.c). */
 #define BP_MAX_DEVICE_TYPES 32
 
+/* Where a backend is in its life. Discovery makes it PENDING: its name and aliases are
+ * known (devices of its type can be asked for), its init has not run. Its init runs
+ * when first needed (bp_registry_ready_backend, bp_registry_enter with BP_WAIT_ALL)
+ * and makes it READY, with its devices registered, or DROPPED: init failed or the
+ * backend was rejected after it. A dropped backend stays in the list, never found by
+ * name, so that no pointer to it dangles. */
+typedef enum bp_backend_readiness {
+    BP_BACKEND_PENDING = 0,
+    BP_BACKEND_READY = 1,
+    BP_BACKEND_DROPPED = 2,
+} bp_backend_readiness;
+
 typedef struct bp_backend {
     const bp_plugin_descriptor *desc;
-    void *state;                     /* what desc->init returned */
+    void *state;                     /* what desc->init returned (set before READY) */
+    atomic_int readiness;            /* bp_backend_readiness */
     void *dl_handle;                 /* NULL for the built-in cpu backend */
     char name[BP_BACKEND_NAME_MAX];
     char version[BP_NAME_MAX];       /* the descriptor's, copied with a bound */
@@ -88,7 +101,9 @@ struct bp_allocator;
 struct bp_device {
     bp_backend *backend;
     int index;                       /* within its type */
-    int ordinal;                     /* position in the registry, 0..count-1 */
+    int slot;                        /* 0..BP_MAX_DEVICES-1 in order of registration, never
+                                      * reused: per-device tables (guard.c) index it. The
+                                      * public ordinal is the position by backend */
     char name[BP_NAME_MAX];          /* "cuda:1" */
     bp_backend_device_props props;   /* read once at registration */
     pthread_mutex_t open_lock;
@@ -100,15 +115,21 @@ struct bp_device {
     atomic_uint host_funcs_pending;  /* fallback host functions not yet run (host_func.c) */
 };
 
-/* Initialisation, in two steps: the core (ops, the built-in cpu backend) once, then
- * plugin discovery, run by the first caller. bp_registry_enter makes sure both have
- * started; with `wait_for_plugins` it also waits until discovery has finished (for
- * anything that lists or looks up plugin devices), else it returns as soon as the
- * core is up (the built-in cpu, ops). It fails with BP_ERR_INVALID_STATE, naming
- * `what` and the plugin, when the calling thread is running plugin code for the loader
+/* Initialisation, in three steps: the core (ops, the built-in cpu backend) once; plugin
+ * discovery (find, check, dlopen and validate the candidates, choose, learn their
+ * names and aliases), run by the first caller; and each chosen backend's init, count
+ * and get_props, run when the backend is first needed. What a call waits for: */
+typedef enum bp_registry_wait {
+    BP_WAIT_CORE,      /* the core is up (the built-in cpu, ops); discovery is started */
+    BP_WAIT_DISCOVERY, /* discovery has finished: every backend's name is known */
+    BP_WAIT_ALL,       /* and every backend discovery found has been initialised (the
+                        * calls that list devices or plugins) */
+} bp_registry_wait;
+/* Makes sure of what `wait` names. Fails with BP_ERR_INVALID_STATE, naming `what` and
+ * the plugin, when the calling thread is running plugin code for the loader
  * (re-entrant calls from init would deadlock). */
-BP_INTERNAL bp_status bp_registry_enter(const char *what, bool wait_for_plugins);
-/* bp_registry_enter without waiting or failing: for calls that only need the core. */
+BP_INTERNAL bp_status bp_registry_enter(const char *what, bp_registry_wait wait);
+/* bp_registry_enter(BP_WAIT_CORE) without failing: for calls that only need the core. */
 BP_INTERNAL void bp_registry_ensure_init(void);
 /* Runs fn(ctx) under the discovery lock if discovery has not started; else
  * BP_ERR_INVALID_STATE (without setting an error). */
@@ -117,30 +138,46 @@ BP_INTERNAL bp_status bp_registry_before_discovery(void (*fn)(void *ctx), void *
  * held while plugin code runs. */
 BP_INTERNAL void bp_registry_lock(void);
 BP_INTERNAL void bp_registry_unlock(void);
-/* A backend record for an initialised plugin, not yet visible (call without the
- * registry lock). */
-BP_INTERNAL bp_status bp_registry_new_backend(const bp_plugin_descriptor *desc, void *state,
-                                              void *dl_handle, const char *name,
-                                              const char *version, bp_backend **out_backend);
+/* A backend record for a validated plugin, PENDING and not yet visible (call without
+ * the registry lock). */
+BP_INTERNAL bp_status bp_registry_new_backend(const bp_plugin_descriptor *desc, void *dl_handle,
+                                              const char *name, const char *version,
+                                              bp_backend **out_backend);
+/* Makes a PENDING backend known by its name and aliases, after those already listed
+ * (the order bp_device_get lists devices in). On error nothing is added (the caller
+ * frees it). */
+BP_INTERNAL bp_status bp_registry_add_pending(bp_backend *backend);
 /* Device `index` of the backend with its properties read (plugin code: call without
  * the registry lock), or NULL when they cannot be read (logged). */
 BP_INTERNAL bp_device *bp_registry_make_device(bp_backend *backend, int index);
 BP_INTERNAL void bp_registry_free_device(bp_device *device);
 /* Devices the registry still has room for. */
 BP_INTERNAL int bp_registry_room(void);
-/* Makes the backend and its `count` devices visible, all at once (takes the registry
- * lock). On error nothing is added (the caller frees them and shuts the backend down). */
-BP_INTERNAL bp_status bp_registry_add_backend(bp_backend *backend, bp_device **devices, int count);
-/* The loaded backend whose name or alias equals name[0..len) ignoring case, or NULL.
- * Call with the registry lock held. */
+/* Registers the PENDING backend's `count` devices, all at once, and makes it READY
+ * (takes the registry lock). On error nothing is registered (the caller frees them,
+ * shuts the backend down and drops it). */
+BP_INTERNAL bp_status bp_registry_publish(bp_backend *backend, bp_device **devices, int count);
+/* A PENDING backend becomes DROPPED: its name and aliases are free again. */
+BP_INTERNAL void bp_registry_drop(bp_backend *backend);
+/* The first PENDING backend in list order, or NULL. */
+BP_INTERNAL bp_backend *bp_registry_next_pending(void);
+/* The PENDING or READY backend whose name or alias equals name[0..len) ignoring case,
+ * or NULL. Call with the registry lock held. */
 BP_INTERNAL bp_backend *bp_registry_find_backend(const char *name, size_t len);
-/* Removes `alias` from a loaded backend's aliases. Call with the registry lock held. */
+/* The READY backend of that name or alias, initialising it first if it is PENDING
+ * (call without the registry lock), or NULL: no backend has the name, or its init
+ * failed. Needs discovery to have finished, unless the name is the built-in cpu's. */
+BP_INTERNAL bp_backend *bp_registry_ready_backend(const char *name, size_t len);
+/* Removes `alias` from a backend's aliases. Call with the registry lock held. */
 BP_INTERNAL void bp_registry_drop_alias(bp_backend *backend, const char *alias);
-/* Number of registered devices and the one at `ordinal` (NULL when out of range). */
+/* Number of registered devices, and the one at public `ordinal`, by backend in list
+ * order then index (NULL when out of range). Neither initialises anything: callers
+ * enter with BP_WAIT_ALL first. */
 BP_INTERNAL int bp_registry_device_count(void);
 BP_INTERNAL bp_device *bp_registry_device_at(int ordinal);
-/* "cpu, testdev (alias tdev)": the device types present, for error messages. Call
- * with the registry lock held. */
+/* "cpu, testdev (alias tdev)": the device types present, for error messages. It
+ * initialises the PENDING backends first (so that the list is what bp-info shows);
+ * call without the registry lock. */
 BP_INTERNAL void bp_registry_describe_types(char *buf, size_t size);
 /* The slot of a device type name, 0 .. BP_MAX_DEVICE_TYPES-1, the same for the life of
  * the process (ignoring case; interned on first use), or -1 when all are taken
@@ -155,8 +192,15 @@ BP_INTERNAL bp_status bp_device_ensure_open(bp_device *device);
 
 /* Registers the built-in cpu backend (the core step of initialisation). */
 BP_INTERNAL void bp_loader_init_builtin(void);
-/* Discovers, chooses and initialises plugins unless BP_AUTOLOAD=0 (the discovery step). */
+/* Discovers and chooses plugins unless BP_AUTOLOAD=0, and adds the chosen ones to the
+ * registry as PENDING backends (the discovery step): no init runs. */
 BP_INTERNAL void bp_loader_discover_all(void);
+/* Runs a PENDING backend's init, count and get_props (under the loader lock: one init
+ * at a time, and a second thread asking for the same backend waits for the first);
+ * it becomes READY or DROPPED. Nothing when it is not PENDING (any more). */
+BP_INTERNAL void bp_loader_initialise(bp_backend *backend);
+/* bp_loader_initialise for every PENDING backend, in list order. */
+BP_INTERNAL void bp_loader_initialise_all(void);
 /* What plugin code the calling thread runs for the loader ("the init of plugin 'x'
  * (path)"), or NULL. */
 BP_INTERNAL const char *bp_loader_running_plugin(void);

@@ -1,14 +1,16 @@
 /* Plugin loading: opens and validates candidates (found by plugin_discovery.c, checked
- * by plugin_file.c), hands the decision to plugin_choice.c, initialises the winners and
- * registers their devices, and keeps the list of every candidate (loaded, built-in,
- * skipped) that bp-info shows.
+ * by plugin_file.c), hands the decision to plugin_choice.c, adds the winners to the
+ * registry as PENDING backends, initialises each when it is first needed (its init,
+ * count and get_props: bp_loader_initialise) and registers its devices, and keeps the
+ * list of every candidate (loaded, built-in, skipped) that bp-info shows.
  *
- * Locks: the loader lock serialises all of this (discovery, explicit loads, reading the
- * list). Plugin code (constructors, entry, init, count, get_props) runs under it but
- * never under the registry lock, which is taken only to add a finished backend: threads
- * using devices already registered (the built-in cpu) do not wait for a slow init.
- * While this thread runs plugin code the public API refuses it (re-entrancy would
- * otherwise deadlock on the loader lock or on discovery); see bp_loader_running_plugin. */
+ * Locks: the loader lock serialises all of this (discovery, each init, explicit loads,
+ * reading the list). Plugin code (constructors, entry, init, count, get_props) runs
+ * under it but never under the registry lock, which is taken only to add a backend or
+ * its finished devices: threads using devices already registered (the built-in cpu)
+ * do not wait for a slow init. While this thread runs plugin code the public API
+ * refuses it (re-entrancy would otherwise deadlock on the loader lock or on
+ * discovery); see bp_loader_running_plugin. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -483,11 +485,11 @@ static int device_budget(int i, int reported) {
     return count;
 }
 
-/* Initialises record i's validated plugin and adds it to the registry. */
-static bp_status activate(int i, bp_log_level skip, bool builtin) {
+/* Makes record i's validated plugin a PENDING backend: known by its name and kept
+ * aliases, its init not run yet (initialise below: when first needed after discovery,
+ * at once for the built-in cpu and bp_plugin_load). */
+static bp_status register_pending(int i, bp_log_level skip) {
     plugin_record *r = &g_records[i];
-    const bp_plugin_descriptor *d = r->desc;
-
     bp_registry_lock();
     bp_backend *existing = bp_registry_find_backend(r->name, strlen(r->name));
     char existing_name[BP_BACKEND_NAME_MAX] = "";
@@ -500,76 +502,102 @@ static bp_status activate(int i, bp_log_level skip, bool builtin) {
                                 "the name '%s' is already taken by loaded backend '%s' (%s)",
                                 r->name, existing_name, j >= 0 ? g_records[j].path : "?");
     }
-    if (!builtin && !observe(BP_PLUGIN_STEP_INIT, r))
-        return bp_loader_reject(i, skip, BP_ERR_INVALID_ARGUMENT,
-                                "declined by the application's plugin observer before init");
-
-    bp_log(BP_LOG_INFO, LOG_SRC, "initialising %s from %s", r->name, r->path);
-    char msg[REASON_LIMIT];
-    void *state = NULL;
-    bp_clear_error();
-    /* Kernels a plugin registers from init belong to it; if it is rejected after all,
-     * they go with it. */
-    enter_plugin_code("the init of plugin '%s' (%s)", r->name, r->path);
-    tls_initializing = r->name;
-    bp_status st = d->init(bp_host_services_table(), &state);
-    tls_initializing = NULL;
-    if (st != BP_OK) {
-        leave_plugin_code();
-        snprintf(msg, sizeof msg, "%s", bp_last_error());
-        bp_hal_client_get()->backend_dropped(r->name);
-        if (!builtin)
-            observe(BP_PLUGIN_STEP_DONE, r);
-        return bp_loader_reject(i, skip, st, "init failed (%s): %s", bp_status_str(st),
-                                *msg ? msg : "the plugin gave no reason");
-    }
-
-    int reported = d->device->count(state);
-    int count = device_budget(i, reported);
     bp_backend *backend = NULL;
-    bp_device **devices = NULL;
-    int made = 0;
-    st = bp_registry_new_backend(d, state, r->dl, r->name, r->version, &backend);
+    bp_status st = bp_registry_new_backend(r->desc, r->dl, r->name, r->version, &backend);
     if (st == BP_OK) {
         for (int a = 0; a < r->alias_count; a++)
             if (r->alias_kept[a] && backend->alias_count < BP_MAX_ALIASES)
                 snprintf(backend->aliases[backend->alias_count++], BP_BACKEND_NAME_MAX, "%s",
                          r->aliases[a]);
-        devices = calloc(count > 0 ? (size_t)count : 1, sizeof *devices);
-        if (!devices)
-            st = bp_set_error(BP_ERR_OUT_OF_MEMORY, "cannot allocate the device list of '%s'",
-                              r->name);
-        for (int k = 0; devices && k < count; k++) {
-            bp_device *device = bp_registry_make_device(backend, k);
-            if (device)
-                devices[made++] = device;
-        }
-        if (made == 0 && d->device->unavailable_reason) {
-            const char *why = d->device->unavailable_reason(state);
-            backend->unavailable_reason = keep_n(why, REASON_LIMIT - 1);
-        }
+        st = bp_registry_add_pending(backend);
+        if (st != BP_OK)
+            free(backend);
+    }
+    if (st != BP_OK)
+        return bp_loader_reject(i, skip, st, "not registered: %s", bp_last_error());
+    r->backend = backend;
+    return BP_OK;
+}
+
+/* The record's PENDING backend leaves the registry (its name and aliases free again). */
+static void forget_backend(plugin_record *r) {
+    bp_registry_drop(r->backend);
+    r->backend = NULL;
+}
+
+/* Record i's backend, whose init failed or which was rejected after it: dropped, with
+ * what it registered from init, and the record skipped with `why`. */
+static bp_status drop(int i, bp_log_level skip, bool builtin, bp_status status, const char *why) {
+    plugin_record *r = &g_records[i];
+    forget_backend(r);
+    bp_hal_client_get()->backend_dropped(r->name);
+    if (!builtin)
+        observe(BP_PLUGIN_STEP_DONE, r);
+    return bp_loader_reject(i, skip, status, "%s", why);
+}
+
+/* Runs the init of record i's PENDING backend, counts its devices and reads their
+ * properties, and registers them: the backend becomes READY, or DROPPED with the
+ * record skipped and its reason. Call under the loader lock. */
+static bp_status initialise(int i, bp_log_level skip, bool builtin) {
+    plugin_record *r = &g_records[i];
+    const bp_plugin_descriptor *d = r->desc;
+    bp_backend *backend = r->backend;
+    char msg[REASON_LIMIT], why[REASON_LIMIT + 64];
+
+    if (!builtin && !observe(BP_PLUGIN_STEP_INIT, r)) {
+        forget_backend(r);
+        return bp_loader_reject(i, skip, BP_ERR_INVALID_ARGUMENT,
+                                "declined by the application's plugin observer before init");
+    }
+    bp_log(BP_LOG_INFO, LOG_SRC, "initialising %s from %s", r->name, r->path);
+    bp_clear_error();
+    /* Kernels a plugin registers from init belong to it; if it is rejected after all,
+     * they go with it. */
+    enter_plugin_code("the init of plugin '%s' (%s)", r->name, r->path);
+    tls_initializing = r->name;
+    bp_status st = d->init(bp_host_services_table(), &backend->state);
+    tls_initializing = NULL;
+    if (st != BP_OK) {
+        leave_plugin_code();
+        snprintf(msg, sizeof msg, "%s", bp_last_error());
+        snprintf(why, sizeof why, "init failed (%s): %s", bp_status_str(st),
+                 *msg ? msg : "the plugin gave no reason");
+        return drop(i, skip, builtin, st, why);
+    }
+
+    int count = device_budget(i, d->device->count(backend->state));
+    bp_device **devices = calloc(count > 0 ? (size_t)count : 1, sizeof *devices);
+    int made = 0;
+    if (!devices)
+        st = bp_set_error(BP_ERR_OUT_OF_MEMORY, "cannot allocate the device list of '%s'",
+                          r->name);
+    for (int k = 0; devices && k < count; k++) {
+        bp_device *device = bp_registry_make_device(backend, k);
+        if (device)
+            devices[made++] = device;
+    }
+    if (devices && made == 0 && d->device->unavailable_reason) {
+        const char *reason = d->device->unavailable_reason(backend->state);
+        backend->unavailable_reason = keep_n(reason, REASON_LIMIT - 1);
     }
     leave_plugin_code();
     if (st == BP_OK)
-        st = bp_registry_add_backend(backend, devices, made);
+        st = bp_registry_publish(backend, devices, made);
     if (st != BP_OK) {
         snprintf(msg, sizeof msg, "%s", bp_last_error());
         for (int k = 0; k < made; k++)
             bp_registry_free_device(devices[k]);
         free(devices);
-        free(backend);
         if (d->shutdown)
-            d->shutdown(state);
-        bp_hal_client_get()->backend_dropped(r->name);
-        if (!builtin)
-            observe(BP_PLUGIN_STEP_DONE, r);
-        return bp_loader_reject(i, skip, st, "not registered: %s", *msg ? msg : bp_status_str(st));
+            d->shutdown(backend->state);
+        snprintf(why, sizeof why, "not registered: %s", *msg ? msg : bp_status_str(st));
+        return drop(i, skip, builtin, st, why);
     }
     free(devices);
 
     r->state = builtin ? BP_PLUGIN_BUILTIN : BP_PLUGIN_LOADED;
     r->status = BP_OK;
-    r->backend = backend;
     r->dl = NULL; /* the registry owns the library now */
     r->desc = NULL;
     bp_loader_refresh_aliases(i);
@@ -595,18 +623,33 @@ void bp_loader_init_builtin(void) {
         } else {
             read_aliases(i, d);
             g_records[i].desc = d;
-            activate(i, BP_LOG_ERROR, true);
+            if (register_pending(i, BP_LOG_ERROR) == BP_OK)
+                initialise(i, BP_LOG_ERROR, true);
         }
     }
     pthread_mutex_unlock(&loader_mutex);
 }
 
-void bp_loader_discover_all(void) {
-    /* Loading runs inside whatever call came first; it must not leave plugin errors
-     * behind in the caller's last error. */
-    char saved_error[REASON_LIMIT];
-    snprintf(saved_error, sizeof saved_error, "%s", bp_last_error());
+/* Loading runs inside whatever call needed it; it must not leave plugin errors behind
+ * in the caller's last error. */
+typedef struct saved_error {
+    char text[REASON_LIMIT];
+} saved_error;
 
+static void save_error(saved_error *saved) {
+    snprintf(saved->text, sizeof saved->text, "%s", bp_last_error());
+}
+
+static void restore_error(const saved_error *saved) {
+    if (*saved->text)
+        bp_set_error(BP_OK, "%s", saved->text);
+    else
+        bp_clear_error();
+}
+
+void bp_loader_discover_all(void) {
+    saved_error saved;
+    save_error(&saved);
     pthread_mutex_lock(&loader_mutex);
     /* Fails closed: a value that is neither 0 nor 1 loads no plugin code. */
     if (!bp_env_switch("BP_AUTOLOAD", true, false, LOG_SRC, "plugin discovery is off")) {
@@ -624,22 +667,50 @@ void bp_loader_discover_all(void) {
         } else if (order) {
             int n = bp_loader_choose(first, end, order);
             for (int k = 0; k < n; k++)
-                activate(order[k], BP_LOG_WARN, false);
+                if (register_pending(order[k], BP_LOG_WARN) == BP_OK)
+                    bp_log(BP_LOG_DEBUG, LOG_SRC, "'%s' from %s: its init runs when first needed",
+                           g_records[order[k]].name, g_records[order[k]].path);
         }
         free(order);
     }
     pthread_mutex_unlock(&loader_mutex);
+    restore_error(&saved);
+}
 
-    if (*saved_error)
-        bp_set_error(BP_OK, "%s", saved_error);
-    else
-        bp_clear_error();
+/* Initialises record i's backend if it is still PENDING. Call under the loader lock. */
+static void initialise_if_pending(int i) {
+    bp_backend *backend = g_records[i].backend;
+    if (backend && atomic_load(&backend->readiness) == BP_BACKEND_PENDING)
+        initialise(i, BP_LOG_WARN, false);
+}
+
+void bp_loader_initialise(bp_backend *backend) {
+    saved_error saved;
+    save_error(&saved);
+    pthread_mutex_lock(&loader_mutex);
+    int i = record_of_backend(backend);
+    if (i >= 0)
+        initialise_if_pending(i);
+    pthread_mutex_unlock(&loader_mutex);
+    restore_error(&saved);
+}
+
+void bp_loader_initialise_all(void) {
+    saved_error saved;
+    save_error(&saved);
+    pthread_mutex_lock(&loader_mutex);
+    /* Every pending backend has its record (register_pending), and initialise leaves
+     * none pending: the loop ends. */
+    for (bp_backend *backend; (backend = bp_registry_next_pending()) != NULL;)
+        initialise_if_pending(record_of_backend(backend));
+    pthread_mutex_unlock(&loader_mutex);
+    restore_error(&saved);
 }
 
 /* ---- public API ---- */
 
 int bp_plugin_count(void) {
-    if (bp_registry_enter("bp_plugin_count", true) != BP_OK)
+    if (bp_registry_enter("bp_plugin_count", BP_WAIT_ALL) != BP_OK)
         return 0;
     pthread_mutex_lock(&loader_mutex);
     int n = g_record_count;
@@ -655,7 +726,7 @@ bp_status bp_plugin_get_info(int i, bp_plugin_info *info) {
                             "bp_plugin_get_info: info->struct_size is %u; set it to "
                             "sizeof(bp_plugin_info) (%zu)",
                             info->struct_size, sizeof(bp_plugin_info));
-    bp_status st = bp_registry_enter("bp_plugin_get_info", true);
+    bp_status st = bp_registry_enter("bp_plugin_get_info", BP_WAIT_ALL);
     if (st != BP_OK)
         return st;
     pthread_mutex_lock(&loader_mutex);
@@ -692,7 +763,9 @@ bp_status bp_plugin_get_info(int i, bp_plugin_info *info) {
 bp_status bp_plugin_load(const char *path) {
     if (!path || !*path)
         return bp_set_error(BP_ERR_INVALID_ARGUMENT, "bp_plugin_load: path is NULL or empty");
-    bp_status st = bp_registry_enter("bp_plugin_load", true);
+    /* Its name and aliases are decided against every backend as it would be after
+     * their inits (one that fails frees its names): they run first. */
+    bp_status st = bp_registry_enter("bp_plugin_load", BP_WAIT_ALL);
     if (st != BP_OK)
         return st;
     pthread_mutex_lock(&loader_mutex);
@@ -701,7 +774,9 @@ bp_status bp_plugin_load(const char *path) {
     st = bp_loader_consider_file(path, first, true);
     if (st == BP_OK) {
         bp_loader_settle_explicit(first);
-        st = activate(first, BP_LOG_INFO, false);
+        st = register_pending(first, BP_LOG_INFO);
+        if (st == BP_OK)
+            st = initialise(first, BP_LOG_INFO, false);
     }
     char reason[REASON_LIMIT];
     snprintf(reason, sizeof reason, "%s",

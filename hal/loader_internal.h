@@ -28,9 +28,11 @@ typedef struct plugin_record {
     int32_t priority;
     bp_plugin_state state;
     bp_status status;
-    bp_backend *backend; /* loaded or built-in: its registry entry */
-    /* A validated candidate waiting for the duplicate / BP_PLUGINS decision, with the
-     * aliases it asked for (copied) and which of them it keeps. */
+    bp_backend *backend; /* its registry entry once chosen (PENDING until its init has
+                          * run); NULL for a skipped candidate */
+    /* A validated candidate waiting for the duplicate / BP_PLUGINS decision or, once
+     * chosen, for its init, with the aliases it asked for (copied) and which of them
+     * it keeps. */
     void *dl;
     const bp_plugin_descriptor *desc;
     int alias_count;

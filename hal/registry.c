@@ -1,17 +1,28 @@
 /* The process-wide registry of backends and their devices.
  *
- * Initialised in two steps on the first call that needs it: the core (ops and the
- * built-in cpu backend) under pthread_once, then plugin discovery, run by that first
- * caller without the registry lock. What waits for what:
+ * Initialised in three steps. The core (ops and the built-in cpu backend) runs under
+ * pthread_once on the first call that needs it. Plugin discovery runs next, by that
+ * first caller, without the registry lock: it finds, checks, dlopens and validates the
+ * candidates and chooses among them, so that every chosen backend is listed here,
+ * PENDING, with its name and aliases; no plugin's init runs. A backend's init, count
+ * and get_props run when it is first needed (the loader lock serialises them; a second
+ * thread asking for a backend whose init runs waits for it). What waits for what:
  *   - everything waits for the core (quick: no plugin code runs in it);
- *   - bp_device_count, bp_device_get, bp_plugin_*, bp_kernel_register and opening any
- *     device type but "cpu" wait until discovery has finished;
+ *   - opening a device type other than "cpu" (by name or alias, BP_DEVICE),
+ *     bp_kernel_register and bp_plugin_load wait until discovery has finished, then
+ *     for the init of the backend they name (bp_plugin_load, and a name no backend
+ *     has, whose error lists the types present: of every backend);
+ *   - bp_device_count, bp_device_get and bp_plugin_count / get_info (bp-info) wait for
+ *     discovery and for every found backend's init, run in list order;
  *   - opening "cpu", and ops, streams and memory on devices already open, never wait
- *     for discovery: a slow plugin init does not stop them;
+ *     for discovery or any init: a slow plugin init does not stop them;
  *   - a plugin's own code (init, count, get_props, constructors) calling the API gets
  *     BP_ERR_INVALID_STATE instead of waiting for itself.
- * Backends and devices are only ever added, never removed, so a bp_device pointer
- * stays valid until the process exits. */
+ * Backends and devices are only ever added, never removed (a backend whose init fails
+ * is DROPPED: no longer found by name), so a bp_device pointer stays valid until the
+ * process exits. Devices are listed by backend, in the order backends were added (the
+ * built-in cpu, then discovery's order, then explicit loads), then by index, whichever
+ * backend was initialised first. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,10 +38,10 @@ static pthread_mutex_t discovery_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t discovery_finished = PTHREAD_COND_INITIALIZER;
 static discovery_state discovery;
 
-static bp_backend *backends[BP_MAX_DEVICES];
+static bp_backend *backends[BP_MAX_DEVICES]; /* in the order they were added */
 static int backend_count;
-static bp_device *devices[BP_MAX_DEVICES];
-static int device_total;
+static int device_total;                     /* devices of READY backends; next slot */
+static atomic_int pending_count;             /* PENDING backends: the fast path of ALL */
 
 static void core_init(void) {
     bp_hal_client_get()->core_init();
@@ -39,7 +50,7 @@ static void core_init(void) {
 
 /* Runs discovery on this thread if nobody has started it; else waits for it to finish
  * when asked to. */
-static void start_or_wait(bool wait_for_plugins) {
+static void start_or_wait(bool wait_for_discovery) {
     pthread_mutex_lock(&discovery_mutex);
     if (discovery == NOT_STARTED) {
         discovery = RUNNING;
@@ -49,13 +60,18 @@ static void start_or_wait(bool wait_for_plugins) {
         discovery = FINISHED;
         pthread_cond_broadcast(&discovery_finished);
     } else {
-        while (wait_for_plugins && discovery != FINISHED)
+        while (wait_for_discovery && discovery != FINISHED)
             pthread_cond_wait(&discovery_finished, &discovery_mutex);
     }
     pthread_mutex_unlock(&discovery_mutex);
 }
 
-bp_status bp_registry_enter(const char *what, bool wait_for_plugins) {
+static void initialise_pending(void) {
+    if (atomic_load_explicit(&pending_count, memory_order_acquire) > 0)
+        bp_loader_initialise_all();
+}
+
+bp_status bp_registry_enter(const char *what, bp_registry_wait wait) {
     const char *running = bp_loader_running_plugin();
     if (running)
         return bp_set_error(BP_ERR_INVALID_STATE,
@@ -63,14 +79,16 @@ bp_status bp_registry_enter(const char *what, bool wait_for_plugins) {
                             "while the loader runs its code (it would wait for itself)",
                             what, running);
     pthread_once(&core_once, core_init);
-    start_or_wait(wait_for_plugins);
+    start_or_wait(wait != BP_WAIT_CORE);
+    if (wait == BP_WAIT_ALL)
+        initialise_pending();
     return BP_OK;
 }
 
 void bp_registry_ensure_init(void) {
     pthread_once(&core_once, core_init);
-    /* From plugin code, discovery is running on this thread: nothing to start, and
-     * not waiting keeps it from waiting for itself. */
+    /* From plugin code, discovery or an init is running on this thread: nothing to
+     * start, and not waiting keeps it from waiting for itself. */
     if (!bp_loader_running_plugin())
         start_or_wait(false);
 }
@@ -92,9 +110,15 @@ static bool name_matches(const char *candidate, const char *name, size_t len) {
     return strlen(candidate) == len && strncasecmp(candidate, name, len) == 0;
 }
 
+static bp_backend_readiness readiness(const bp_backend *backend) {
+    return (bp_backend_readiness)atomic_load_explicit(&backend->readiness, memory_order_acquire);
+}
+
 bp_backend *bp_registry_find_backend(const char *name, size_t len) {
     for (int b = 0; b < backend_count; b++) {
         bp_backend *backend = backends[b];
+        if (readiness(backend) == BP_BACKEND_DROPPED)
+            continue;
         if (name_matches(backend->name, name, len))
             return backend;
         for (int a = 0; a < backend->alias_count; a++)
@@ -102,6 +126,30 @@ bp_backend *bp_registry_find_backend(const char *name, size_t len) {
                 return backend;
     }
     return NULL;
+}
+
+bp_backend *bp_registry_ready_backend(const char *name, size_t len) {
+    for (;;) {
+        bp_registry_lock();
+        bp_backend *backend = bp_registry_find_backend(name, len);
+        bool pending = backend && readiness(backend) == BP_BACKEND_PENDING;
+        bp_registry_unlock();
+        if (!pending)
+            return backend;
+        /* It becomes READY or DROPPED; look again, as an explicit load may have taken
+         * the name meanwhile. */
+        bp_loader_initialise(backend);
+    }
+}
+
+bp_backend *bp_registry_next_pending(void) {
+    bp_registry_lock();
+    bp_backend *found = NULL;
+    for (int b = 0; b < backend_count && !found; b++)
+        if (readiness(backends[b]) == BP_BACKEND_PENDING)
+            found = backends[b];
+    bp_registry_unlock();
+    return found;
 }
 
 void bp_registry_drop_alias(bp_backend *backend, const char *alias) {
@@ -112,15 +160,16 @@ void bp_registry_drop_alias(bp_backend *backend, const char *alias) {
     backend->alias_count = kept;
 }
 
-bp_status bp_registry_new_backend(const bp_plugin_descriptor *desc, void *state, void *dl_handle,
-                                  const char *name, const char *version, bp_backend **out_backend) {
+bp_status bp_registry_new_backend(const bp_plugin_descriptor *desc, void *dl_handle,
+                                  const char *name, const char *version,
+                                  bp_backend **out_backend) {
     bp_backend *backend = calloc(1, sizeof *backend);
     if (!backend)
         return bp_set_error(BP_ERR_OUT_OF_MEMORY, "cannot allocate the backend record for '%s'",
                             name);
     backend->desc = desc;
-    backend->state = state;
     backend->dl_handle = dl_handle;
+    atomic_init(&backend->readiness, BP_BACKEND_PENDING);
     snprintf(backend->name, sizeof backend->name, "%s", name);
     snprintf(backend->version, sizeof backend->version, "%s", version);
     backend->unavailable_reason = "";
@@ -131,6 +180,19 @@ bp_status bp_registry_new_backend(const bp_plugin_descriptor *desc, void *state,
                             BP_MAX_DEVICE_TYPES);
     }
     *out_backend = backend;
+    return BP_OK;
+}
+
+bp_status bp_registry_add_pending(bp_backend *backend) {
+    bp_registry_lock();
+    if (backend_count == BP_MAX_DEVICES) {
+        bp_registry_unlock();
+        return bp_set_error(BP_ERR_OUT_OF_MEMORY, "registry full: no room for backend '%s' "
+                            "(at most %d backends)", backend->name, BP_MAX_DEVICES);
+    }
+    backends[backend_count++] = backend;
+    atomic_fetch_add_explicit(&pending_count, 1, memory_order_release);
+    bp_registry_unlock();
     return BP_OK;
 }
 
@@ -175,9 +237,9 @@ int bp_registry_room(void) {
     return room;
 }
 
-bp_status bp_registry_add_backend(bp_backend *backend, bp_device **new_devices, int count) {
+bp_status bp_registry_publish(bp_backend *backend, bp_device **new_devices, int count) {
     bp_registry_lock();
-    if (backend_count == BP_MAX_DEVICES || count > BP_MAX_DEVICES - device_total) {
+    if (count > BP_MAX_DEVICES - device_total) {
         bp_registry_unlock();
         return bp_set_error(BP_ERR_OUT_OF_MEMORY,
                             "registry full: no room for backend '%s' and its %d device(s)",
@@ -191,20 +253,25 @@ bp_status bp_registry_add_backend(bp_backend *backend, bp_device **new_devices, 
     }
     for (int i = 0; i < count; i++) {
         bp_device *device = new_devices[i];
-        device->ordinal = device_total;
-        devices[device_total++] = device;
+        device->slot = device_total++;
         backend->devices[backend->device_count++] = device;
     }
-    backends[backend_count++] = backend;
+    atomic_store_explicit(&backend->readiness, BP_BACKEND_READY, memory_order_release);
+    atomic_fetch_sub_explicit(&pending_count, 1, memory_order_release);
     bp_registry_unlock();
     bp_log(BP_LOG_INFO, "registry", "backend '%s' %s: %d device(s)", backend->name,
            backend->version, count);
     return BP_OK;
 }
 
+void bp_registry_drop(bp_backend *backend) {
+    bp_registry_lock();
+    atomic_store_explicit(&backend->readiness, BP_BACKEND_DROPPED, memory_order_release);
+    atomic_fetch_sub_explicit(&pending_count, 1, memory_order_release);
+    bp_registry_unlock();
+}
+
 int bp_registry_device_count(void) {
-    if (bp_registry_enter("bp_device_count", true) != BP_OK)
-        return 0;
     bp_registry_lock();
     int n = device_total;
     bp_registry_unlock();
@@ -212,18 +279,29 @@ int bp_registry_device_count(void) {
 }
 
 bp_device *bp_registry_device_at(int ordinal) {
+    bp_device *device = NULL;
     bp_registry_lock();
-    bp_device *device = ordinal >= 0 && ordinal < device_total ? devices[ordinal] : NULL;
+    /* Only READY backends have devices. */
+    for (int b = 0, first = 0; b < backend_count && !device && ordinal >= first; b++) {
+        const bp_backend *backend = backends[b];
+        if (ordinal < first + backend->device_count)
+            device = backend->devices[ordinal - first];
+        first += backend->device_count;
+    }
     bp_registry_unlock();
     return device;
 }
 
 void bp_registry_describe_types(char *buf, size_t size) {
+    initialise_pending();
     size_t used = 0;
     buf[0] = '\0';
+    bp_registry_lock();
     for (int b = 0; b < backend_count && used < size; b++) {
         const bp_backend *backend = backends[b];
-        int n = snprintf(buf + used, size - used, "%s%s", b ? ", " : "", backend->name);
+        if (readiness(backend) != BP_BACKEND_READY)
+            continue;
+        int n = snprintf(buf + used, size - used, "%s%s", used ? ", " : "", backend->name);
         used += n > 0 ? (size_t)n : 0;
         for (int a = 0; a < backend->alias_count && used < size; a++) {
             n = snprintf(buf + used, size - used, "%s%s%s", a ? "/" : " (alias ",
@@ -231,4 +309,5 @@ void bp_registry_describe_types(char *buf, size_t size) {
             used += n > 0 ? (size_t)n : 0;
         }
     }
+    bp_registry_unlock();
 }

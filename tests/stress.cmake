@@ -2,7 +2,7 @@
 # tests/CMakeLists.txt: it only adds labels and entries for tests defined there.
 #
 # Label "concurrency": the tests of threads, streams, events, host functions, the
-# allocator, regions, cross-device work and guards. `make test-tsan` runs exactly this label in the
+# allocator, regions, cross-device work, guards and lazy backend initialisation. `make test-tsan` runs exactly this label in the
 # ThreadSanitizer build (-DBP_SANITIZE=thread), where it also has the conformance
 # suite's threading/events/streams groups against cpu, hpu and opencl:0 (in the other
 # builds conformance_cpu, _hpu and _opencl already run those groups).
@@ -38,7 +38,7 @@ set_tests_properties(bp_stress_strict_count PROPERTIES TIMEOUT 60 ENVIRONMENT "B
   PASS_REGULAR_EXPRESSION "BP_STRESS_ITERATIONS='1e3': expected a whole number from 1 to 1000000")
 
 set(bp_concurrency_tests test_stream_event test_threads test_memory test_region
-    test_cross_device test_guard test_host_func)
+    test_cross_device test_guard test_host_func test_lazy_backends)
 set(bp_concurrency_targets ${bp_concurrency_tests} bp-conformance bp_hpu bp-stress)
 
 # A stress entry takes the environment of the test it repeats.

@@ -60,7 +60,9 @@ typedef struct bp_device_props {
 
 /** Opens the device named by `name`: "type" or "type:index", case-insensitive, where
  *  type is a backend name or one of its aliases ("hip" for "rocm"); "cuda" means
- *  "cuda:0". Loads plugins on first use. Thread-safe.
+ *  "cuda:0". Discovers plugins on first use, and initialises the backend of that type
+ *  (only that one) the first time one of its devices is asked for; "cpu" initialises
+ *  no plugin. Thread-safe.
  *  The index is decimal digits (leading zeros allowed) with an optional '-'.
  *  Errors: BP_ERR_INVALID_ARGUMENT for a malformed name ("cpu: 1", "cpu:+1", "cpu:0x1"),
  *  BP_ERR_NOT_FOUND for an unknown type (the message lists the types present) or an
@@ -72,11 +74,14 @@ BP_API bp_status bp_device_open(const char *name, bp_device **out_device);
  *  when set, else "cpu". Errors as bp_device_open, naming BP_DEVICE. */
 BP_API bp_status bp_device_default(bp_device **out_device);
 
-/** Number of devices of every loaded backend. Loads plugins on first use, and waits for
- *  a discovery another thread runs. 0 (with bp_last_error) when called from a plugin's init. */
+/** Number of devices of every loaded backend. Initialises every plugin found that was
+ *  not yet (waiting for a discovery or an init another thread runs). 0 (with
+ *  bp_last_error) when called from a plugin's init. */
 BP_API int bp_device_count(void);
 
-/** The device at `ordinal` in 0..bp_device_count()-1, ordered by backend then index. */
+/** The device at `ordinal` in 0..bp_device_count()-1, ordered by backend (the built-in
+ *  cpu, then plugins in discovery order, then explicit loads) then index, whichever
+ *  backend was initialised first. Initialises every plugin found, as bp_device_count. */
 BP_API bp_status bp_device_get(int ordinal, bp_device **out_device);
 
 /** The name of one capability bit, as tools print it ("async_streams" for

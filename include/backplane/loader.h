@@ -1,6 +1,12 @@
 /* backplane: plugin discovery and the list of loaded and skipped plugins.
  *
- * Plugins load lazily, once, on the first call that needs devices. They are found in:
+ * Plugins are discovered once, on the first API call: found, opened and validated, so
+ * that their names and aliases are known; none is initialised then. A plugin's init
+ * (and the listing of its devices) runs when it is first needed: a device of its type
+ * is opened (or BP_DEVICE names it), a kernel is registered for it, or every device or
+ * plugin is listed (bp_device_count, bp_device_get, bp_plugin_count,
+ * bp_plugin_get_info, bp-info), which initialises all of them. Opening "cpu" initialises
+ * none. They are found in:
  *   1. BP_PLUGIN_PATH: colon-separated directories or plugin files, in order;
  *   2. the directory backplane/plugins beside the libbackplane that is running (the
  *      build tree when run from it, the install tree when installed);
@@ -57,14 +63,16 @@ typedef struct bp_plugin_info {
 } bp_plugin_info;
 
 /** Number of candidates seen so far (loaded, built-in and skipped). Waits for plugin
- *  discovery to finish. 0 (with bp_last_error) when called from a plugin's init. */
+ *  discovery to finish and initialises every plugin found that was not yet. 0 (with
+ *  bp_last_error) when called from a plugin's init. */
 BP_API int bp_plugin_count(void);
 
 /** Fills `info` (set info->struct_size = sizeof(bp_plugin_info) first) for candidate
  *  `i` in 0..bp_plugin_count()-1, in the order they were considered. */
 BP_API bp_status bp_plugin_get_info(int i, bp_plugin_info *info);
 
-/** Loads one plugin library explicitly, after autoload. Its devices join the registry.
+/** Loads one plugin library explicitly, after autoload, and initialises it at once
+ *  (the plugins autoload found are initialised first). Its devices join the registry.
  *  Errors: BP_ERR_NOT_FOUND (no such file or no entry symbol), BP_ERR_ABI_MISMATCH,
  *  BP_ERR_INVALID_ARGUMENT (not a shared library, bad descriptor, a plugin of the
  *  same name or real path already loaded), or the plugin's init error. Rejected
@@ -76,11 +84,13 @@ typedef enum bp_plugin_step {
     BP_PLUGIN_STEP_OPEN = 0, /**< about to dlopen the file (its constructors and entry
                                   function run next); the name is not known yet: "" */
     BP_PLUGIN_STEP_INIT = 1, /**< about to run the plugin's init, count its devices
-                                  and read their properties */
+                                  and read their properties: when the plugin is first
+                                  needed, which may be long after OPEN */
     BP_PLUGIN_STEP_DONE = 2, /**< the step announced before it has returned */
 } bp_plugin_step;
 
-/** Called on the loading thread before and after each step of each candidate, with the
+/** Called on the thread that runs the step (the one whose call needed it) before and
+ *  after each step of each candidate, with the
  *  plugin's name ("" before it is known) and path. Returning 0 before OPEN or INIT
  *  skips the candidate (listed as declined by the observer); the value is ignored for
  *  DONE. It must not call the backplane API. For tools that must survive a plugin that

@@ -1,9 +1,11 @@
 /* backplane plugin ABI: the only header a backend needs.
  *
  * A backend is a shared library that exports one symbol, BP_PLUGIN_ENTRY_SYMBOL, of
- * type bp_plugin_entry_fn. The host calls it once after dlopen, checks the returned
- * descriptor (ABI version, struct sizes, required functions), then calls init() with
- * its services table. Everything after that goes through the vtables below.
+ * type bp_plugin_entry_fn. The host calls it once after dlopen, at the first API call,
+ * and checks the returned descriptor (ABI version, struct sizes, required functions).
+ * It calls init() with its services table later, when the backend is first needed (a
+ * device of its type opened, a kernel registered for it, or every device listed), on
+ * the thread that needed it. Everything after that goes through the vtables below.
  *
  * Rules that keep the ABI stable:
  *  - every struct that crosses the boundary starts with uint32_t struct_size;
