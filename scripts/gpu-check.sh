@@ -17,6 +17,8 @@
 #   bench-launch bp-bench launch --device cuda:0 --json, and bp-cuda-launch-floor --json
 #                (the driver's own host cost per launch)
 #   bench-alloc  bp-bench alloc --device cuda:0 --json
+#   startup      bp-startup --json -- readme_example: the README example (cpu only) with
+#                the plugins present and with BP_AUTOLOAD=0 (lazy backends: about equal)
 #   bench-ops    bp-bench ops --device cuda:0 --dtype bf16 --matmul 8192,8192,8192
 #                --sdpa 8,32,2048,128 --warmup 5 --repeat 20 --json
 #   torch        python3 scripts/torch_reference.py --json (same shapes, same statistic)
@@ -227,6 +229,7 @@ step_bench_launch() {
     json_to launch-floor.json "$BIN/bp-cuda-launch-floor" --json
 }
 step_bench_alloc() { json_to bench-alloc.json "$BIN/bp-bench" alloc --device "$DEVICE" --json; }
+step_startup() { json_to startup.json "$BIN/bp-startup" --json -- "$BIN/readme_example"; }
 step_bench_ops() {
     json_to bench-ops.json "$BIN/bp-bench" ops --device "$DEVICE" --dtype bf16 \
         --matmul "$MATMUL" --sdpa "$SHAPE" --warmup 5 --repeat 20 --json
@@ -319,6 +322,7 @@ step conformance-full 300 step_conformance_full
 step demo 300 step_demo
 step bench-launch 120 step_bench_launch
 step bench-alloc 120 step_bench_alloc
+step startup 120 step_startup
 step bench-ops 300 step_bench_ops
 step torch 300 step_torch
 step sanitizer 600 step_sanitizer
@@ -426,6 +430,12 @@ def g2(x):
 if ops:
     extra.append(f"bench-ops sampled rel. error: sdpa {g2(dig(ops_sdpa, 'sampled_max_rel_err'))}, "
                  f"matmul {g2(dig(ops_mm, 'sampled_max_rel_err'))}")
+startup = load("startup.json")
+if startup:
+    extra.append("startup (readme_example on cpu): {:.1f} ms, {:.1f} MiB with the plugins; "
+                 "{:.1f} ms, {:.1f} MiB with BP_AUTOLOAD=0".format(
+                     dig(startup, "autoload", "ms") or 0, (dig(startup, "autoload", "max_rss_kib") or 0) / 1024,
+                     dig(startup, "no_autoload", "ms") or 0, (dig(startup, "no_autoload", "max_rss_kib") or 0) / 1024))
 if isinstance(demo, list):
     errs = [r.get("max_error") for r in demo if isinstance(r, dict)]
     extra.append("demo max errors: " + ", ".join(g2(e) for e in errs))
