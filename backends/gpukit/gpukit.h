@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <backplane/plugin.h>
+#include <backplane/plugin_util.h>
 
 /* ---- the allocation map ---- */
 
@@ -62,6 +63,15 @@ typedef struct gpukit_host_job {
 } gpukit_host_job;
 
 typedef struct gpukit_host_thread gpukit_host_thread;
+
+/* The start of a stream's enqueue_host: checks fn (bp_plugin_check_host_fn) and
+ * allocates a zeroed job of `size` bytes (the backend's struct, which starts with a
+ * gpukit_host_job) whose run is `run`. BP_OK with *out set, else the error set through
+ * host naming the device "<type>:<index>": BP_ERR_INVALID_ARGUMENT for a NULL fn,
+ * BP_ERR_OUT_OF_MEMORY. The job is the caller's until pushed; free() frees it. */
+bp_status gpukit_host_job_new(const bp_host_services *host, const char *type, int index,
+                              void (*fn)(void *arg), size_t size,
+                              void (*run)(gpukit_host_job *job), gpukit_host_job **out);
 
 /* Starts a thread that runs the jobs pushed to it one at a time, in order. 0, or the
  * errno of what failed (ENOMEM, or pthread_create's). */

@@ -66,6 +66,21 @@ bp_status gpukit_host_thread_ensure(gpukit_host_thread **t, const bp_host_servic
     return BP_OK;
 }
 
+bp_status gpukit_host_job_new(const bp_host_services *host, const char *type, int index,
+                              void (*fn)(void *arg), size_t size,
+                              void (*run)(gpukit_host_job *job), gpukit_host_job **out) {
+    bp_status st = bp_plugin_check_host_fn(host, type, index, fn);
+    if (st != BP_OK)
+        return st;
+    gpukit_host_job *job = calloc(1, size);
+    if (!job)
+        return bp_plugin_fail(host, BP_ERR_OUT_OF_MEMORY, type, index,
+                              "out of host memory for a host function");
+    job->run = run;
+    *out = job;
+    return BP_OK;
+}
+
 void gpukit_host_thread_push(gpukit_host_thread *t, gpukit_host_job *job) {
     job->next = NULL;
     pthread_mutex_lock(&t->lock);

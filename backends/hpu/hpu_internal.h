@@ -10,6 +10,7 @@
 #define BP_HPU_INTERNAL_H
 
 #include <backplane/plugin.h>
+#include <backplane/plugin_util.h>
 
 #include <pthread.h>
 #include <stdatomic.h>

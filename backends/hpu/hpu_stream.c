@@ -125,12 +125,12 @@ static void host_fn_task_fn(void *payload) {
 static bp_status stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg) {
     hpu_stream *s = stream;
     hpu_device *dev = s->device;
-    if (!fn)
-        return dev->backend->host->set_error(BP_ERR_INVALID_ARGUMENT,
-                                             "hpu:%d: enqueue_host: fn is NULL", dev->index);
+    bp_status st = bp_plugin_check_host_fn(dev->backend->host, HPU_NAME, dev->index, fn);
+    if (st != BP_OK)
+        return st;
     host_fn_task t = {fn, arg};
     pthread_mutex_lock(&dev->lock);
-    bp_status st = s->graph ? hpu_graph_add_host_fn(s->graph, fn, arg)
+    st = s->graph ? hpu_graph_add_host_fn(s->graph, fn, arg)
                             : hpu_submit(s, "a host function", host_fn_task_fn, &t, sizeof t, NULL);
     pthread_mutex_unlock(&dev->lock);
     return st;
@@ -324,12 +324,11 @@ static bp_status event_elapsed_ms(void *start, void *end, float *out_ms) {
     event_point pa, pb;
     point_get(start, &pa);
     point_get(end, &pb);
-    bp_status st = BP_OK;
-    if (!point_complete(&pa) || !point_complete(&pb))
-        st = a->device->backend->host->set_error(
-            BP_ERR_NOT_READY, "hpu: elapsed_ms: the %s event has not completed",
-            point_complete(&pa) ? "end" : "start");
-    else if (out_ms)
+    bp_status st = bp_plugin_elapsed_completed(
+        a->device->backend->host, HPU_NAME, -1,
+        point_complete(&pa) ? BP_OK : BP_ERR_NOT_READY,
+        point_complete(&pb) ? BP_OK : BP_ERR_NOT_READY);
+    if (st == BP_OK && out_ms)
         *out_ms = (float)((pb.ts_us - pa.ts_us) / 1000.0);
     point_put(&pa);
     point_put(&pb);

@@ -48,15 +48,12 @@ bp_status ocl_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg
     ocl_stream *s = stream;
     ocl_device *dev = s->device;
     const ocl_api *api = &dev->backend->api;
-    if (!fn)
-        return dev->backend->host->set_error(BP_ERR_INVALID_ARGUMENT,
-                                             "opencl:%d: enqueue_host: fn is NULL", dev->index);
-    host_job *job = calloc(1, sizeof *job);
-    if (!job)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "opencl:%d: out of host memory for a host function",
-                                             dev->index);
-    job->job.run = run_job;
+    gpukit_host_job *j = NULL;
+    bp_status st = gpukit_host_job_new(dev->backend->host, OCL_NAME, dev->index, fn,
+                                       sizeof(host_job), run_job, &j);
+    if (st != BP_OK)
+        return st;
+    host_job *job = (host_job *)j;
     job->stream = s;
     job->fn = fn;
     job->arg = arg;
@@ -68,7 +65,7 @@ bp_status ocl_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg
     }
     cl_event barrier = NULL;
     pthread_mutex_lock(&s->lock);
-    bp_status st = gpukit_host_thread_ensure(&s->host, dev->backend->host, OCL_NAME, dev->index);
+    st = gpukit_host_thread_ensure(&s->host, dev->backend->host, OCL_NAME, dev->index);
     const char *failed = NULL;
     if (st == BP_OK) {
         err = api->clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &job->marker);

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <backplane/plugin.h>
+#include <backplane/plugin_util.h>
 
 #include "clc.h"
 #include "gpukit.h"

@@ -272,24 +272,14 @@ static bp_status event_elapsed_ms(void *start, void *end, float *out_ms) {
     ocl_event *a = start, *b = end;
     ocl_device *dev = a->device;
     const ocl_api *api = &dev->backend->api;
+    const bp_host_services *host = dev->backend->host;
     cl_event ma = event_marker(a), mb = event_marker(b);
-    bp_status st = BP_OK;
     cl_ulong ta = 0, tb = 0;
-    if (!ma || !mb) {
-        st = dev->backend->host->set_error(BP_ERR_INVALID_ARGUMENT,
-                                           "opencl:%d: elapsed_ms: the %s event was never "
-                                           "recorded",
-                                           dev->index, ma ? "end" : "start");
-    } else {
+    bp_status st = bp_plugin_elapsed_recorded(host, OCL_NAME, dev->index, ma, mb);
+    if (st == BP_OK) {
         bp_status sa = event_status(dev, ma);
         bp_status sb = sa == BP_OK ? event_status(dev, mb) : BP_OK;
-        if (sa == BP_ERR_NOT_READY || sb == BP_ERR_NOT_READY)
-            st = dev->backend->host->set_error(BP_ERR_NOT_READY,
-                                               "opencl:%d: elapsed_ms: the %s event has not "
-                                               "completed",
-                                               dev->index, sa == BP_OK ? "end" : "start");
-        else if (sa != BP_OK || sb != BP_OK)
-            st = sa != BP_OK ? sa : sb;
+        st = bp_plugin_elapsed_completed(host, OCL_NAME, dev->index, sa, sb);
     }
     if (st == BP_OK) {
         cl_int err = api->clGetEventProfilingInfo(ma, CL_PROFILING_COMMAND_END, sizeof ta, &ta,

@@ -49,20 +49,17 @@ static void run_job(gpukit_host_job *j) {
 bp_status xpu_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg) {
     xpu_stream *s = stream;
     xpu_device *dev = s->device;
-    if (!fn)
-        return dev->backend->host->set_error(BP_ERR_INVALID_ARGUMENT,
-                                             "xpu:%d: enqueue_host: fn is NULL", dev->index);
-    host_job *job = calloc(1, sizeof *job);
-    if (!job)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "xpu:%d: out of host memory for a host function",
-                                             dev->index);
-    job->job.run = run_job;
+    gpukit_host_job *j = NULL;
+    bp_status st = gpukit_host_job_new(dev->backend->host, XPU_NAME, dev->index, fn,
+                                       sizeof(host_job), run_job, &j);
+    if (st != BP_OK)
+        return st;
+    host_job *job = (host_job *)j;
     job->stream = s;
     job->fn = fn;
     job->arg = arg;
     xpu_enqueue e;
-    bp_status st = xpu_enqueue_begin(s, NULL, &e);
+    st = xpu_enqueue_begin(s, NULL, &e);
     if (st == BP_OK) {
         st = gpukit_host_thread_ensure(&s->host, dev->backend->host, XPU_NAME, dev->index);
         if (st != BP_OK)

@@ -346,21 +346,12 @@ static bp_status event_elapsed_ms(void *start, void *end, float *out_ms) {
                                "xpu:%d: elapsed_ms: the %s event was created without timing",
                                dev->index, a->timing ? "end" : "start");
     xpu_zevent *ma = event_marker(a), *mb = event_marker(b);
-    bp_status st = BP_OK;
-    if (!ma || !mb) {
-        st = host->set_error(BP_ERR_INVALID_ARGUMENT,
-                             "xpu:%d: elapsed_ms: the %s event was never recorded", dev->index,
-                             ma ? "end" : "start");
-    } else {
+    bp_status st = bp_plugin_elapsed_recorded(host, XPU_NAME, dev->index, ma, mb);
+    if (st == BP_OK) {
         bp_status sa = zevent_status(dev, ma, "elapsed_ms (zeEventQueryStatus)");
         bp_status sb = sa == BP_OK ? zevent_status(dev, mb, "elapsed_ms (zeEventQueryStatus)")
                                    : BP_OK;
-        if (sa == BP_ERR_NOT_READY || sb == BP_ERR_NOT_READY)
-            st = host->set_error(BP_ERR_NOT_READY,
-                                 "xpu:%d: elapsed_ms: the %s event has not completed",
-                                 dev->index, sa == BP_OK ? "end" : "start");
-        else
-            st = sa != BP_OK ? sa : sb;
+        st = bp_plugin_elapsed_completed(host, XPU_NAME, dev->index, sa, sb);
     }
     if (st == BP_OK && dev->info.timer_hz == 0)
         st = host->set_error(BP_ERR_UNSUPPORTED, "xpu:%d: elapsed_ms: the device reports no "

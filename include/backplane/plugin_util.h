@@ -1,0 +1,183 @@
+/* backplane plugin helpers: optional, header-only pieces that most backends write again.
+ *
+ * Nothing here is part of the ABI: every function is a static inline over
+ * <backplane/plugin.h>, compiled into the plugin that includes this header, so a plugin
+ * built with it runs on any host of its ABI major, and a vendor may copy, change or
+ * ignore any of it. The in-tree plugins (cpu, arm, hpu, opencl, xpu, cuda) use it;
+ * docs/writing-a-backend.md ("Plugin helpers") shows them in a backend. C11 and C++17.
+ *
+ * Naming: a failing helper reports through host->set_error, like the vtable functions
+ * it serves, and names the device as "<type>:<index>: " ("opencl:0: ...") or, with an
+ * index below 0, as the backend alone ("<type>: "), where <type> is the plugin's name.
+ *
+ * Threading: every helper may be called from many threads at once; the current-device
+ * helpers keep one value per thread. */
+#ifndef BACKPLANE_PLUGIN_UTIL_H
+#define BACKPLANE_PLUGIN_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <backplane/plugin.h>
+
+#ifdef __cplusplus
+#define BP_PLUGIN_THREAD_LOCAL thread_local
+#else
+#define BP_PLUGIN_THREAD_LOCAL _Thread_local
+#endif
+
+/** Longest message the helpers format (the host keeps 1024 bytes of an error). */
+#define BP_PLUGIN_MESSAGE_MAX 1024
+
+/* ---- errors naming a device ---- */
+
+/** bp_plugin_fail with a va_list. */
+static inline bp_status bp_plugin_vfail(const bp_host_services *host, bp_status status,
+                                        const char *type, int index, const char *fmt,
+                                        va_list ap) {
+    char message[BP_PLUGIN_MESSAGE_MAX];
+    vsnprintf(message, sizeof message, fmt, ap);
+    if (index < 0)
+        return host->set_error(status, "%s: %s", type, message);
+    return host->set_error(status, "%s:%d: %s", type, index, message);
+}
+
+/** Sets the calling thread's error to "<type>:<index>: <message>" ("<type>: <message>"
+ *  when index < 0), the message formatted from fmt as printf does (cut at
+ *  BP_PLUGIN_MESSAGE_MAX bytes), and returns `status`:
+ *      if (!fn) return bp_plugin_fail(host, BP_ERR_INVALID_ARGUMENT, "opencl", dev->index,
+ *                                     "enqueue_host: fn is NULL"); */
+static inline bp_status bp_plugin_fail(const bp_host_services *host, bp_status status,
+                                       const char *type, int index, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static inline bp_status bp_plugin_fail(const bp_host_services *host, bp_status status,
+                                       const char *type, int index, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    bp_status st = bp_plugin_vfail(host, status, type, index, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* ---- the device table ---- */
+
+/** The check at the start of get_props and open: BP_OK when 0 <= index < count, else
+ *  BP_ERR_NOT_FOUND with "<type>: device index <index> out of range (<count> <kind>
+ *  device[s])", where `kind` names the devices ("OpenCL") and `count_hint`, when not
+ *  NULL, is appended after "; " ("BP_HPU_DEVICES sets the count"). */
+static inline bp_status bp_plugin_check_index(const bp_host_services *host, const char *type,
+                                              int index, int count, const char *kind,
+                                              const char *count_hint) {
+    if (index >= 0 && index < count)
+        return BP_OK;
+    return bp_plugin_fail(host, BP_ERR_NOT_FOUND, type, -1,
+                          "device index %d out of range (%d %s device%s%s%s)", index, count,
+                          kind, count == 1 ? "" : "s", count_hint ? "; " : "",
+                          count_hint ? count_hint : "");
+}
+
+/** The device vtable's unavailable_reason for a backend that keeps why it found no
+ *  device in a string: `reason` when count is 0 and reason is not empty, else NULL. */
+static inline const char *bp_plugin_unavailable_reason(int count, const char *reason) {
+    return count == 0 && reason && reason[0] ? reason : NULL;
+}
+
+/** The start of get_props, after the index check: BP_ERR_INVALID_ARGUMENT with
+ *  "<type>: get_props: props is NULL" when props is NULL, else BP_OK with *p zeroed for
+ *  the backend to fill in and hand to bp_props_copy_out(props, p) (<backplane/plugin.h>),
+ *  which copies no more than the host's struct holds:
+ *      bp_backend_device_props p;
+ *      bp_status st = bp_plugin_check_index(host, "opencl", index, n, "OpenCL", NULL);
+ *      if (st == BP_OK) st = bp_plugin_props_begin(host, "opencl", props, &p);
+ *      if (st != BP_OK) return st;
+ *      p.total_memory = ...;
+ *      bp_props_copy_out(props, &p); */
+static inline bp_status bp_plugin_props_begin(const bp_host_services *host, const char *type,
+                                              const bp_backend_device_props *props,
+                                              bp_backend_device_props *p) {
+    if (!props)
+        return bp_plugin_fail(host, BP_ERR_INVALID_ARGUMENT, type, -1,
+                              "get_props: props is NULL");
+    memset(p, 0, sizeof *p);
+    return BP_OK;
+}
+
+/* ---- the current device of a runtime without per-thread state ---- */
+
+/** For a backend whose runtime has no current device of its own (OpenCL, Level Zero, a
+ *  simulator): the index of the device the host last made current on the calling
+ *  thread, -1 before any. One value per thread and per translation unit: call
+ *  bp_plugin_current_set and bp_plugin_current_get from the same source file (the one
+ *  that holds the guard vtable). */
+static inline int *bp_plugin_current_slot(void) {
+    static BP_PLUGIN_THREAD_LOCAL int current = -1;
+    return &current;
+}
+
+/** The guard vtable's set_current, given the device's index: records it as the calling
+ *  thread's current device. Always BP_OK:
+ *      static bp_status guard_set_current(void *device) {
+ *          return bp_plugin_current_set(((my_device *)device)->index);
+ *      } */
+static inline bp_status bp_plugin_current_set(int index) {
+    *bp_plugin_current_slot() = index;
+    return BP_OK;
+}
+
+/** The guard vtable's get_current as it stands (`.get_current = bp_plugin_current_get`):
+ *  *out_index becomes the index last given to bp_plugin_current_set on the calling
+ *  thread. BP_ERR_NOT_FOUND, without set_error as the ABI asks, when there was none on
+ *  this thread or out_index is NULL. `backend` is not used. */
+static inline bp_status bp_plugin_current_get(void *backend, int *out_index) {
+    (void)backend;
+    int current = *bp_plugin_current_slot();
+    if (current < 0 || !out_index)
+        return BP_ERR_NOT_FOUND;
+    *out_index = current;
+    return BP_OK;
+}
+
+/* ---- streams ---- */
+
+/** enqueue_host's argument check: BP_OK when fn is set, else BP_ERR_INVALID_ARGUMENT
+ *  with "<device>: enqueue_host: fn is NULL". */
+static inline bp_status bp_plugin_check_host_fn(const bp_host_services *host, const char *type,
+                                                int index, void (*fn)(void *arg)) {
+    if (fn)
+        return BP_OK;
+    return bp_plugin_fail(host, BP_ERR_INVALID_ARGUMENT, type, index,
+                          "enqueue_host: fn is NULL");
+}
+
+/* ---- events ---- */
+
+/** elapsed_ms's first check: BP_OK when both events hold a recorded point, else
+ *  BP_ERR_INVALID_ARGUMENT with "<device>: elapsed_ms: the start|end event was never
+ *  recorded" (start named first when neither was). */
+static inline bp_status bp_plugin_elapsed_recorded(const bp_host_services *host,
+                                                   const char *type, int index,
+                                                   bool start_recorded, bool end_recorded) {
+    if (start_recorded && end_recorded)
+        return BP_OK;
+    return bp_plugin_fail(host, BP_ERR_INVALID_ARGUMENT, type, index,
+                          "elapsed_ms: the %s event was never recorded",
+                          start_recorded ? "end" : "start");
+}
+
+/** elapsed_ms's second check, given each event's query status (BP_OK, BP_ERR_NOT_READY,
+ *  or an error already set; a caller that stops at a failed start passes BP_OK for end):
+ *  BP_ERR_NOT_READY with "<device>: elapsed_ms: the start|end event has not completed"
+ *  when either is not ready (start named unless it is BP_OK), else the start's error,
+ *  else the end's (their messages are left as set), else BP_OK. */
+static inline bp_status bp_plugin_elapsed_completed(const bp_host_services *host,
+                                                    const char *type, int index,
+                                                    bp_status start, bp_status end) {
+    if (start == BP_ERR_NOT_READY || end == BP_ERR_NOT_READY)
+        return bp_plugin_fail(host, BP_ERR_NOT_READY, type, index,
+                              "elapsed_ms: the %s event has not completed",
+                              start == BP_OK ? "end" : "start");
+    return start != BP_OK ? start : end;
+}
+
+#endif
