@@ -47,6 +47,18 @@ bool gpukit_memmap_remove(gpukit_memmap *m, uint64_t addr, void **handle, uint64
  * its start, its handle and addr's offset in it. False when no live range holds it. */
 bool gpukit_memmap_find(gpukit_memmap *m, uint64_t addr, uint64_t size, gpukit_range *range,
                         uint64_t *offset);
+/* The allocation's entry at alloc: gpukit_memmap_add, or BP_ERR_OUT_OF_MEMORY set through
+ * host ("<type>:<index>: out of host memory for the allocation table") when the table
+ * cannot grow; the caller then releases the allocation. */
+bp_status gpukit_memmap_insert(gpukit_memmap *m, uint64_t addr, uint64_t size, void *handle,
+                               const bp_host_services *host, const char *type, int index);
+/* The lookup of mem_free: removes the allocation at ptr and gives its handle for the
+ * caller to release. False, with nothing removed, for a NULL ptr (nothing logged) or for
+ * one that starts no live allocation, which is logged through host as an error naming
+ * the device ("<type>:<index>: free of <ptr>, which is not a live allocation of this
+ * device: ignored"). */
+bool gpukit_memmap_take(gpukit_memmap *m, void *ptr, const bp_host_services *host,
+                        const char *type, int index, void **handle);
 /* Bytes of the live ranges. */
 uint64_t gpukit_memmap_used(gpukit_memmap *m);
 /* The device vtable's mem_info for a device of `total` bytes whose allocations m holds:

@@ -72,10 +72,9 @@ bp_status gpukit_host_job_new(const bp_host_services *host, const char *type, in
     bp_status st = bp_plugin_check_host_fn(host, type, index, fn);
     if (st != BP_OK)
         return st;
-    gpukit_host_job *job = calloc(1, size);
+    gpukit_host_job *job = bp_plugin_calloc(host, type, index, size, "a host function");
     if (!job)
-        return bp_plugin_fail(host, BP_ERR_OUT_OF_MEMORY, type, index,
-                              "out of host memory for a host function");
+        return BP_ERR_OUT_OF_MEMORY;
     job->run = run;
     *out = job;
     return BP_OK;

@@ -42,10 +42,10 @@ bp_status hpu_submit_wait(hpu_stream *s, cpu_queue *queue, uint64_t ticket) {
 static bp_status stream_create(void *device, int priority, void **out_stream) {
     hpu_device *dev = device;
     hpu_backend *be = dev->backend;
-    hpu_stream *s = calloc(1, sizeof *s);
+    hpu_stream *s = bp_plugin_calloc(be->host, HPU_NAME, dev->index,
+                             sizeof *s, "a stream");
     if (!s)
-        return be->host->set_error(BP_ERR_OUT_OF_MEMORY, "hpu:%d: out of host memory for a stream",
-                                   dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     char name[16];
     snprintf(name, sizeof name, "bp-hpu%d-s%u", dev->index,
              atomic_fetch_add(&be->next_stream_id, 1u));
@@ -214,10 +214,10 @@ static bool point_complete(const event_point *pt) {
 static bp_status event_create(void *device, int timing, void **out_event) {
     hpu_device *dev = device;
     (void)timing; /* every event can be timed: its time is the model's */
-    hpu_event *ev = calloc(1, sizeof *ev);
+    hpu_event *ev = bp_plugin_calloc(dev->backend->host, HPU_NAME, dev->index,
+                             sizeof *ev, "an event");
     if (!ev)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "hpu:%d: out of host memory for an event", dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     ev->device = dev;
     pthread_mutex_init(&ev->lock, NULL);
     *out_event = ev;

@@ -47,9 +47,9 @@ bp_status ocl_translate(ocl_device *dev, const void *ptr, size_t size, cl_mem *o
 static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
     ocl_device *dev = device;
     const bp_host_services *host = dev->backend->host;
-    if (!out_ptr)
-        return host->set_error(BP_ERR_INVALID_ARGUMENT, "opencl:%d: alloc: out_ptr is NULL",
-                               dev->index);
+    bp_status st = bp_plugin_check_out_ptr(host, OCL_NAME, dev->index, out_ptr);
+    if (st != BP_OK)
+        return st;
     *out_ptr = NULL;
     ocl_memmap *m = &dev->mem;
     size_t bytes = size ? size : 1;
@@ -80,15 +80,13 @@ static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
     uint64_t span = ((uint64_t)bytes + OCL_ADDR_ALIGN - 1) / OCL_ADDR_ALIGN * OCL_ADDR_ALIGN;
     pthread_mutex_lock(&m->addr_lock);
     uint64_t addr = m->next_addr;
-    bool added = gpukit_memmap_add(&m->map, addr, size, mem);
-    if (added)
+    st = gpukit_memmap_insert(&m->map, addr, size, mem, host, OCL_NAME, dev->index);
+    if (st == BP_OK)
         m->next_addr = addr + span + OCL_ADDR_ALIGN;
     pthread_mutex_unlock(&m->addr_lock);
-    if (!added) {
+    if (st != BP_OK) {
         dev->backend->api.clReleaseMemObject(mem);
-        return host->set_error(BP_ERR_OUT_OF_MEMORY,
-                               "opencl:%d: out of host memory for the allocation table",
-                               dev->index);
+        return st;
     }
     *out_ptr = (void *)(uintptr_t)addr;
     return BP_OK;
@@ -98,17 +96,9 @@ static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
  * buffer alive until the commands using it are done. */
 static void mem_free(void *device, void *ptr) {
     ocl_device *dev = device;
-    if (!ptr)
-        return;
     void *mem = NULL;
-    uint64_t size = 0;
-    if (gpukit_memmap_remove(&dev->mem.map, (uint64_t)(uintptr_t)ptr, &mem, &size))
+    if (gpukit_memmap_take(&dev->mem.map, ptr, dev->backend->host, OCL_NAME, dev->index, &mem))
         dev->backend->api.clReleaseMemObject((cl_mem)mem);
-    else
-        dev->backend->host->log(BP_LOG_ERROR, OCL_NAME,
-                                "opencl:%d: free of %p, which is not a live allocation of this "
-                                "device: ignored",
-                                dev->index, ptr);
 }
 
 /* ---- copies ---- */
@@ -223,17 +213,14 @@ static bp_status mem_copy_async(void *stream, void *dst, const void *src, size_t
     const bp_host_services *host = dev->backend->host;
     if (size == 0)
         return BP_OK;
-    if (!dst || !src)
-        return host->set_error(BP_ERR_INVALID_ARGUMENT,
-                               "opencl:%d: copy of %zu bytes: the %s is NULL", dev->index, size,
-                               dst ? "source" : "destination");
+    bp_status st = bp_plugin_check_copy_pointers(host, OCL_NAME, dev->index, dst, src, size);
+    if (st != BP_OK)
+        return st;
     switch (kind) {
     case BP_COPY_HOST_TO_DEVICE: return copy_h2d(s, dst, src, size);
     case BP_COPY_DEVICE_TO_HOST: return copy_d2h(s, dst, src, size);
     case BP_COPY_DEVICE_TO_DEVICE: return copy_d2d(s, dst, src, size);
-    default:
-        return host->set_error(BP_ERR_INVALID_ARGUMENT, "opencl:%d: copy: unknown copy kind %d",
-                               dev->index, (int)kind);
+    default: return bp_plugin_check_copy_kind(host, OCL_NAME, dev->index, kind);
     }
 }
 

@@ -29,11 +29,10 @@ void ocl_stream_push_locked(ocl_stream *s, cl_event ev) {
 static bp_status stream_create(void *device, int priority, void **out_stream) {
     ocl_device *dev = device;
     (void)priority; /* one priority: the host clamps to 0..0 */
-    ocl_stream *s = calloc(1, sizeof *s);
+    ocl_stream *s = bp_plugin_calloc(dev->backend->host, OCL_NAME, dev->index,
+                             sizeof *s, "a stream");
     if (!s)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "opencl:%d: out of host memory for a stream",
-                                             dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     cl_int err = CL_SUCCESS;
     cl_command_queue_properties props = dev->info.profiling ? CL_QUEUE_PROFILING_ENABLE : 0;
     s->queue = dev->backend->api.clCreateCommandQueue(dev->context, dev->info.id, props, &err);
@@ -124,11 +123,10 @@ bp_status ocl_device_synchronize(ocl_device *dev) {
 
 static bp_status event_create(void *device, int timing, void **out_event) {
     ocl_device *dev = device;
-    ocl_event *ev = calloc(1, sizeof *ev);
+    ocl_event *ev = bp_plugin_calloc(dev->backend->host, OCL_NAME, dev->index,
+                             sizeof *ev, "an event");
     if (!ev)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "opencl:%d: out of host memory for an event",
-                                             dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     ev->device = dev;
     ev->timing = timing;
     pthread_mutex_init(&ev->lock, NULL);

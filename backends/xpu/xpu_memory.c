@@ -57,9 +57,9 @@ static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
     xpu_device *dev = device;
     const xpu_api *api = &dev->backend->api;
     const bp_host_services *host = dev->backend->host;
-    if (!out_ptr)
-        return host->set_error(BP_ERR_INVALID_ARGUMENT, "xpu:%d: alloc: out_ptr is NULL",
-                               dev->index);
+    bp_status st = bp_plugin_check_out_ptr(host, XPU_NAME, dev->index, out_ptr);
+    if (st != BP_OK)
+        return st;
     *out_ptr = NULL;
     size_t bytes = size ? size : 1;
     if ((uint64_t)bytes > dev->info.max_alloc)
@@ -77,11 +77,11 @@ static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
         return out_of_memory(dev, size, r);
     if (r != ZE_RESULT_SUCCESS)
         return xpu_fail(dev, r, "zeMemAllocDevice");
-    if (!gpukit_memmap_add(&dev->mem, (uint64_t)(uintptr_t)ptr, size, ptr)) {
+    st = gpukit_memmap_insert(&dev->mem, (uint64_t)(uintptr_t)ptr, size, ptr, host, XPU_NAME,
+                              dev->index);
+    if (st != BP_OK) {
         api->zeMemFree(dev->driver->context, ptr);
-        return host->set_error(BP_ERR_OUT_OF_MEMORY,
-                               "xpu:%d: out of host memory for the allocation table",
-                               dev->index);
+        return st;
     }
     *out_ptr = ptr;
     return BP_OK;
@@ -90,18 +90,9 @@ static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
 /* The host frees only memory no pending work uses. */
 static void mem_free(void *device, void *ptr) {
     xpu_device *dev = device;
-    if (!ptr)
-        return;
     void *handle = NULL;
-    uint64_t size = 0;
-    bool found = gpukit_memmap_remove(&dev->mem, (uint64_t)(uintptr_t)ptr, &handle, &size);
-    if (!found) {
-        dev->backend->host->log(BP_LOG_ERROR, XPU_NAME,
-                                "xpu:%d: free of %p, which is not a live allocation of this "
-                                "device: ignored",
-                                dev->index, ptr);
+    if (!gpukit_memmap_take(&dev->mem, ptr, dev->backend->host, XPU_NAME, dev->index, &handle))
         return;
-    }
     ze_result_t r = dev->backend->api.zeMemFree(dev->driver->context, ptr);
     if (r != ZE_RESULT_SUCCESS)
         dev->backend->host->log(BP_LOG_ERROR, XPU_NAME, "xpu:%d: zeMemFree(%p) failed: %s",
@@ -241,17 +232,14 @@ static bp_status mem_copy_async(void *stream, void *dst, const void *src, size_t
     const bp_host_services *host = dev->backend->host;
     if (size == 0)
         return BP_OK;
-    if (!dst || !src)
-        return host->set_error(BP_ERR_INVALID_ARGUMENT,
-                               "xpu:%d: copy of %zu bytes: the %s is NULL", dev->index, size,
-                               dst ? "source" : "destination");
+    bp_status st = bp_plugin_check_copy_pointers(host, XPU_NAME, dev->index, dst, src, size);
+    if (st != BP_OK)
+        return st;
     switch (kind) {
     case BP_COPY_HOST_TO_DEVICE: return copy_h2d(s, dst, src, size);
     case BP_COPY_DEVICE_TO_HOST: return copy_d2h(s, dst, src, size);
     case BP_COPY_DEVICE_TO_DEVICE: return copy_d2d(s, dst, src, size);
-    default:
-        return host->set_error(BP_ERR_INVALID_ARGUMENT, "xpu:%d: copy: unknown copy kind %d",
-                               dev->index, (int)kind);
+    default: return bp_plugin_check_copy_kind(host, XPU_NAME, dev->index, kind);
     }
 }
 

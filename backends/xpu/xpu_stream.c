@@ -128,11 +128,10 @@ static bp_status zevent_wait(xpu_device *dev, xpu_zevent *e, const char *what) {
 static bp_status stream_create(void *device, int priority, void **out_stream) {
     xpu_device *dev = device;
     (void)priority; /* one priority: the host clamps to 0..0 */
-    xpu_stream *s = calloc(1, sizeof *s);
+    xpu_stream *s = bp_plugin_calloc(dev->backend->host, XPU_NAME, dev->index,
+                             sizeof *s, "a stream");
     if (!s)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "xpu:%d: out of host memory for a stream",
-                                             dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     ze_command_queue_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
                                     .ordinal = dev->info.compute_ordinal,
                                     .index = 0,
@@ -218,11 +217,10 @@ bp_status xpu_device_synchronize(xpu_device *dev) {
 
 static bp_status event_create(void *device, int timing, void **out_event) {
     xpu_device *dev = device;
-    xpu_event *ev = calloc(1, sizeof *ev);
+    xpu_event *ev = bp_plugin_calloc(dev->backend->host, XPU_NAME, dev->index,
+                             sizeof *ev, "an event");
     if (!ev)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "xpu:%d: out of host memory for an event",
-                                             dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     ev->device = dev;
     ev->timing = timing;
     pthread_mutex_init(&ev->lock, NULL);

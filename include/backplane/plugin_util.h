@@ -18,6 +18,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <backplane/plugin.h>
 
@@ -58,6 +59,20 @@ static inline bp_status bp_plugin_fail(const bp_host_services *host, bp_status s
     bp_status st = bp_plugin_vfail(host, status, type, index, fmt, ap);
     va_end(ap);
     return st;
+}
+
+/** calloc(1, size) for a backend object (a stream, an event): the zeroed memory, or NULL
+ *  with BP_ERR_OUT_OF_MEMORY set as "<device>: out of host memory for <what>" ("a
+ *  stream"), which the caller returns:
+ *      my_stream *s = bp_plugin_calloc(host, "opencl", dev->index, sizeof *s, "a stream");
+ *      if (!s) return BP_ERR_OUT_OF_MEMORY; */
+static inline void *bp_plugin_calloc(const bp_host_services *host, const char *type, int index,
+                                     size_t size, const char *what) {
+    void *p = calloc(1, size);
+    if (!p)
+        bp_plugin_fail(host, BP_ERR_OUT_OF_MEMORY, type, index, "out of host memory for %s",
+                       what);
+    return p;
 }
 
 /* ---- the device table ---- */
@@ -136,6 +151,44 @@ static inline bp_status bp_plugin_current_get(void *backend, int *out_index) {
         return BP_ERR_NOT_FOUND;
     *out_index = current;
     return BP_OK;
+}
+
+/* ---- memory ---- */
+
+/** The memory vtable's alloc check: BP_OK when out_ptr is set, else
+ *  BP_ERR_INVALID_ARGUMENT with "<device>: alloc: out_ptr is NULL". */
+static inline bp_status bp_plugin_check_out_ptr(const bp_host_services *host, const char *type,
+                                                int index, void **out_ptr) {
+    if (out_ptr)
+        return BP_OK;
+    return bp_plugin_fail(host, BP_ERR_INVALID_ARGUMENT, type, index, "alloc: out_ptr is NULL");
+}
+
+/** copy_async's kind check: BP_OK for the three bp_copy_kind values, else
+ *  BP_ERR_INVALID_ARGUMENT with "<device>: copy: unknown copy kind <kind>". */
+static inline bp_status bp_plugin_check_copy_kind(const bp_host_services *host,
+                                                  const char *type, int index,
+                                                  bp_copy_kind kind) {
+    if (kind == BP_COPY_HOST_TO_DEVICE || kind == BP_COPY_DEVICE_TO_HOST ||
+        kind == BP_COPY_DEVICE_TO_DEVICE)
+        return BP_OK;
+    return bp_plugin_fail(host, BP_ERR_INVALID_ARGUMENT, type, index,
+                          "copy: unknown copy kind %d", (int)kind);
+}
+
+/** copy_async's pointer check for a copy of `size` bytes (call it after returning early
+ *  for size 0, which may carry NULL pointers): BP_OK when both are set, else
+ *  BP_ERR_INVALID_ARGUMENT with "<device>: copy of <size> bytes: the destination|source
+ *  is NULL" (the destination named first when both are). */
+static inline bp_status bp_plugin_check_copy_pointers(const bp_host_services *host,
+                                                      const char *type, int index,
+                                                      const void *dst, const void *src,
+                                                      size_t size) {
+    if (dst && src)
+        return BP_OK;
+    return bp_plugin_fail(host, BP_ERR_INVALID_ARGUMENT, type, index,
+                          "copy of %zu bytes: the %s is NULL", size,
+                          dst ? "source" : "destination");
 }
 
 /* ---- streams ---- */
