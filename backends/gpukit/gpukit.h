@@ -72,17 +72,19 @@ void gpukit_memmap_mem_info(gpukit_memmap *m, uint64_t total, uint64_t *out_free
 typedef struct gpukit_host_job {
     void (*run)(struct gpukit_host_job *job);
     struct gpukit_host_job *next;
+    void (*fn)(void *arg); /* the host function run calls, and its argument */
+    void *arg;
 } gpukit_host_job;
 
 typedef struct gpukit_host_thread gpukit_host_thread;
 
 /* The start of a stream's enqueue_host: checks fn (bp_plugin_check_host_fn) and
  * allocates a zeroed job of `size` bytes (the backend's struct, which starts with a
- * gpukit_host_job) whose run is `run`. BP_OK with *out set, else the error set through
+ * gpukit_host_job) holding run, fn and arg. BP_OK with *out set, else the error set through
  * host naming the device "<type>:<index>": BP_ERR_INVALID_ARGUMENT for a NULL fn,
  * BP_ERR_OUT_OF_MEMORY. The job is the caller's until pushed; free() frees it. */
 bp_status gpukit_host_job_new(const bp_host_services *host, const char *type, int index,
-                              void (*fn)(void *arg), size_t size,
+                              void (*fn)(void *arg), void *arg, size_t size,
                               void (*run)(gpukit_host_job *job), gpukit_host_job **out);
 
 /* Starts a thread that runs the jobs pushed to it one at a time, in order. 0, or the

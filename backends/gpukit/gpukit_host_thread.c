@@ -67,7 +67,7 @@ bp_status gpukit_host_thread_ensure(gpukit_host_thread **t, const bp_host_servic
 }
 
 bp_status gpukit_host_job_new(const bp_host_services *host, const char *type, int index,
-                              void (*fn)(void *arg), size_t size,
+                              void (*fn)(void *arg), void *arg, size_t size,
                               void (*run)(gpukit_host_job *job), gpukit_host_job **out) {
     bp_status st = bp_plugin_check_host_fn(host, type, index, fn);
     if (st != BP_OK)
@@ -76,6 +76,8 @@ bp_status gpukit_host_job_new(const bp_host_services *host, const char *type, in
     if (!job)
         return BP_ERR_OUT_OF_MEMORY;
     job->run = run;
+    job->fn = fn;
+    job->arg = arg;
     *out = job;
     return BP_OK;
 }

@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <backplane/kernel_plan.h>
+#include <backplane/op_attrs.h>
 #include <backplane/plugin.h>
 
 #ifdef __cplusplus
@@ -201,6 +203,61 @@ static inline bp_status bp_plugin_check_host_fn(const bp_host_services *host, co
         return BP_OK;
     return bp_plugin_fail(host, BP_ERR_INVALID_ARGUMENT, type, index,
                           "enqueue_host: fn is NULL");
+}
+
+/* ---- kernels ---- */
+
+/** Elements of the view t (the product of its shape; 1 for a scalar of ndim 0). */
+static inline int64_t bp_plugin_numel(const bp_tensor_desc *t) {
+    int64_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= t->shape[d];
+    return n;
+}
+
+/** Bytes of one element of dtype dt; 0 for a value that is no bp_dtype. */
+static inline size_t bp_plugin_dtype_size(bp_dtype dt) {
+    switch (dt) {
+    case BP_DTYPE_F64:
+    case BP_DTYPE_I64: return 8;
+    case BP_DTYPE_F32:
+    case BP_DTYPE_I32: return 4;
+    case BP_DTYPE_F16:
+    case BP_DTYPE_BF16: return 2;
+    case BP_DTYPE_I8:
+    case BP_DTYPE_U8:
+    case BP_DTYPE_BOOL: return 1;
+    default: return 0;
+    }
+}
+
+/** A kernel's element move: copies the elements of view `src` into view `dst` (same
+ *  shape and dtype), enqueued on the backend's stream that ctx names. */
+typedef bp_status (*bp_plugin_move_fn)(void *ctx, const bp_tensor_desc *dst,
+                                       const bp_tensor_desc *src);
+
+/** The cat kernel (bp_cat_attrs of <backplane/op_attrs.h>) as moves: for every input with
+ *  elements, in order, move(ctx, slice, input) with the slice of the output it fills
+ *  along attrs->dim (bp_cat_slice of <backplane/kernel_plan.h>; dim 0 without attrs).
+ *  Stops at, and returns, the first move's error; else BP_OK. */
+static inline bp_status bp_plugin_cat(const bp_kernel_call *call, bp_plugin_move_fn move,
+                                      void *ctx) {
+    const bp_cat_attrs *a = (const bp_cat_attrs *)call->attrs;
+    const bp_tensor_desc *out = call->outputs[0];
+    int dim = a ? a->dim : 0;
+    size_t es = bp_plugin_dtype_size(out->dtype);
+    int64_t start = 0;
+    for (int i = 0; i < call->n_inputs; i++) {
+        const bp_tensor_desc *in = call->inputs[i];
+        if (bp_plugin_numel(in) > 0) {
+            bp_tensor_desc part = bp_cat_slice(out, dim, start, in->shape[dim], es);
+            bp_status st = move(ctx, &part, in);
+            if (st != BP_OK)
+                return st;
+        }
+        start += in->shape[dim];
+    }
+    return BP_OK;
 }
 
 /* ---- events ---- */
