@@ -30,6 +30,12 @@
 #define BP_PLUGIN_THREAD_LOCAL _Thread_local
 #endif
 
+/** The allocator of bp_plugin_calloc: calloc, unless the plugin defines its own (same
+ *  signature) before including this header. */
+#ifndef BP_PLUGIN_CALLOC
+#define BP_PLUGIN_CALLOC calloc
+#endif
+
 /** Longest message the helpers format (the host keeps 1024 bytes of an error). */
 #define BP_PLUGIN_MESSAGE_MAX 1024
 
@@ -63,14 +69,14 @@ static inline bp_status bp_plugin_fail(const bp_host_services *host, bp_status s
     return st;
 }
 
-/** calloc(1, size) for a backend object (a stream, an event): the zeroed memory, or NULL
- *  with BP_ERR_OUT_OF_MEMORY set as "<device>: out of host memory for <what>" ("a
- *  stream"), which the caller returns:
+/** BP_PLUGIN_CALLOC(1, size) for a backend object (a stream, an event): the zeroed
+ *  memory, or NULL with BP_ERR_OUT_OF_MEMORY set as "<device>: out of host memory for
+ *  <what>" ("a stream"), which the caller returns:
  *      my_stream *s = bp_plugin_calloc(host, "opencl", dev->index, sizeof *s, "a stream");
  *      if (!s) return BP_ERR_OUT_OF_MEMORY; */
 static inline void *bp_plugin_calloc(const bp_host_services *host, const char *type, int index,
                                      size_t size, const char *what) {
-    void *p = calloc(1, size);
+    void *p = BP_PLUGIN_CALLOC(1, size);
     if (!p)
         bp_plugin_fail(host, BP_ERR_OUT_OF_MEMORY, type, index, "out of host memory for %s",
                        what);
