@@ -155,7 +155,7 @@ static bp_status guard_set_current(void *device) {
 static void free_backend(hpu_backend *be) {
     for (int i = 0; i < be->ndevices; i++) {
         pthread_mutex_destroy(&be->devices[i].lock);
-        pthread_mutex_destroy(&be->devices[i].streams_lock);
+        bp_plugin_list_fini(&be->devices[i].streams);
     }
     free(be->devices);
     free(be);
@@ -209,7 +209,7 @@ static bp_status hpu_init(const bp_host_services *host, void **out_backend) {
         dev->backend = be;
         dev->index = i;
         pthread_mutex_init(&dev->lock, NULL);
-        pthread_mutex_init(&dev->streams_lock, NULL);
+        bp_plugin_list_init(&dev->streams);
     }
     st = register_kernels(be);
     if (st != BP_OK) {

@@ -58,13 +58,10 @@ static bp_status stream_create(void *device, int priority, void **out_stream) {
     }
     s->device = dev;
     s->priority = priority;
-    pthread_mutex_lock(&dev->streams_lock);
     pthread_mutex_lock(&dev->lock);
     s->ready_us = dev->model.host_us;
     pthread_mutex_unlock(&dev->lock);
-    s->next = dev->streams;
-    dev->streams = s;
-    pthread_mutex_unlock(&dev->streams_lock);
+    bp_plugin_list_add(&dev->streams, &s->link);
     *out_stream = s;
     return BP_OK;
 }
@@ -72,13 +69,7 @@ static bp_status stream_create(void *device, int priority, void **out_stream) {
 static void stream_destroy(void *stream) {
     hpu_stream *s = stream;
     hpu_device *dev = s->device;
-    pthread_mutex_lock(&dev->streams_lock);
-    hpu_stream **link = &dev->streams;
-    while (*link && *link != s)
-        link = &(*link)->next;
-    if (*link)
-        *link = s->next;
-    pthread_mutex_unlock(&dev->streams_lock);
+    bp_plugin_list_remove(&dev->streams, &s->link);
     cpu_queue_destroy(s->queue);
     free(s);
 }
@@ -138,25 +129,26 @@ static bp_status stream_enqueue_host(void *stream, void (*fn)(void *arg), void *
 
 bp_status hpu_streams_synchronize(hpu_device *dev) {
     /* The list lock keeps streams alive during the waits; workers never take it. */
-    pthread_mutex_lock(&dev->streams_lock);
+    pthread_mutex_lock(&dev->streams.lock);
     pthread_mutex_lock(&dev->lock);
     bool capturing = false;
     double ts = dev->model.host_us;
-    for (hpu_stream *s = dev->streams; s; s = s->next) {
+    for (bp_plugin_link *k = dev->streams.head; k; k = k->next) {
+        const hpu_stream *s = BP_PLUGIN_CONTAINER_OF(k, hpu_stream, link);
         capturing = capturing || s->graph;
         if (s->ready_us > ts)
             ts = s->ready_us;
     }
     pthread_mutex_unlock(&dev->lock);
     if (capturing) {
-        pthread_mutex_unlock(&dev->streams_lock);
+        pthread_mutex_unlock(&dev->streams.lock);
         return dev->backend->host->set_error(
             BP_ERR_INVALID_STATE, "hpu:%d: device synchronize: a stream is capturing a region",
             dev->index);
     }
-    for (hpu_stream *s = dev->streams; s; s = s->next)
-        cpu_queue_synchronize(s->queue);
-    pthread_mutex_unlock(&dev->streams_lock);
+    for (bp_plugin_link *k = dev->streams.head; k; k = k->next)
+        cpu_queue_synchronize(BP_PLUGIN_CONTAINER_OF(k, hpu_stream, link)->queue);
+    pthread_mutex_unlock(&dev->streams.lock);
     pthread_mutex_lock(&dev->lock);
     hpu_model_host_waited(&dev->model, ts);
     pthread_mutex_unlock(&dev->lock);

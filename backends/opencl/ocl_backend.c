@@ -241,7 +241,7 @@ static void free_backend(ocl_backend *be) {
         ocl_device *dev = &be->devices[i];
         gpukit_memmap_fini(&dev->mem.map);
         pthread_mutex_destroy(&dev->mem.addr_lock);
-        pthread_mutex_destroy(&dev->streams_lock);
+        bp_plugin_list_fini(&dev->streams);
         pthread_mutex_destroy(&dev->programs_lock);
     }
     free(be->devices);
@@ -275,7 +275,7 @@ static bp_status ocl_init(const bp_host_services *host, void **out_backend) {
         if (be->spirv)
             ocl_spirv_device_init(dev);
         ocl_memmap_init(&dev->mem);
-        pthread_mutex_init(&dev->streams_lock, NULL);
+        bp_plugin_list_init(&dev->streams);
         pthread_mutex_init(&dev->programs_lock, NULL);
     }
     if (be->ndevices > 0 && BP_HOST_HAS(host, register_kernel)) {

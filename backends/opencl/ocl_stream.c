@@ -42,10 +42,7 @@ static bp_status stream_create(void *device, int priority, void **out_stream) {
     }
     s->device = dev;
     pthread_mutex_init(&s->lock, NULL);
-    pthread_mutex_lock(&dev->streams_lock);
-    s->next = dev->streams;
-    dev->streams = s;
-    pthread_mutex_unlock(&dev->streams_lock);
+    bp_plugin_list_add(&dev->streams, &s->link);
     *out_stream = s;
     return BP_OK;
 }
@@ -55,13 +52,7 @@ static void stream_destroy(void *stream) {
     ocl_stream *s = stream;
     ocl_device *dev = s->device;
     const ocl_api *api = &dev->backend->api;
-    pthread_mutex_lock(&dev->streams_lock);
-    ocl_stream **link = &dev->streams;
-    while (*link && *link != s)
-        link = &(*link)->next;
-    if (*link)
-        *link = s->next;
-    pthread_mutex_unlock(&dev->streams_lock);
+    bp_plugin_list_remove(&dev->streams, &s->link);
     api->clFinish(s->queue);
     ocl_host_thread_stop(s);
     if (s->last)
@@ -109,13 +100,13 @@ bp_status ocl_device_synchronize(ocl_device *dev) {
     const ocl_api *api = &dev->backend->api;
     cl_int err = CL_SUCCESS;
     /* The list lock keeps the streams alive while we wait. */
-    pthread_mutex_lock(&dev->streams_lock);
-    for (ocl_stream *s = dev->streams; s; s = s->next) {
-        cl_int e = api->clFinish(s->queue);
+    pthread_mutex_lock(&dev->streams.lock);
+    for (bp_plugin_link *k = dev->streams.head; k; k = k->next) {
+        cl_int e = api->clFinish(BP_PLUGIN_CONTAINER_OF(k, ocl_stream, link)->queue);
         if (e != CL_SUCCESS && err == CL_SUCCESS)
             err = e;
     }
-    pthread_mutex_unlock(&dev->streams_lock);
+    pthread_mutex_unlock(&dev->streams.lock);
     return err == CL_SUCCESS ? BP_OK : ocl_fail(dev, err, "device synchronize (clFinish)");
 }
 

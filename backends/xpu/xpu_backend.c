@@ -352,7 +352,7 @@ static void free_backend(xpu_backend *be) {
     for (int i = 0; i < be->ndevices; i++) {
         xpu_device *dev = &be->devices[i];
         gpukit_memmap_fini(&dev->mem);
-        pthread_mutex_destroy(&dev->streams_lock);
+        bp_plugin_list_fini(&dev->streams);
         pthread_mutex_destroy(&dev->modules_lock);
     }
     for (int d = 0; d < be->ndrivers; d++) {
@@ -386,7 +386,7 @@ static bp_status xpu_init(const bp_host_services *host, void **out_backend) {
                                 .max_wg = dev->info.max_wg,
                                 .local_mem = dev->info.local_mem};
         gpukit_memmap_init(&dev->mem);
-        pthread_mutex_init(&dev->streams_lock, NULL);
+        bp_plugin_list_init(&dev->streams);
         pthread_mutex_init(&dev->modules_lock, NULL);
     }
     if (be->ndevices > 0 && BP_HOST_HAS(host, register_kernel)) {

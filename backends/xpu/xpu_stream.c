@@ -145,10 +145,7 @@ static bp_status stream_create(void *device, int priority, void **out_stream) {
     }
     s->device = dev;
     pthread_mutex_init(&s->lock, NULL);
-    pthread_mutex_lock(&dev->streams_lock);
-    s->next = dev->streams;
-    dev->streams = s;
-    pthread_mutex_unlock(&dev->streams_lock);
+    bp_plugin_list_add(&dev->streams, &s->link);
     *out_stream = s;
     return BP_OK;
 }
@@ -170,13 +167,7 @@ static bp_status stream_synchronize(void *stream) {
 static void stream_destroy(void *stream) {
     xpu_stream *s = stream;
     xpu_device *dev = s->device;
-    pthread_mutex_lock(&dev->streams_lock);
-    xpu_stream **link = &dev->streams;
-    while (*link && *link != s)
-        link = &(*link)->next;
-    if (*link)
-        *link = s->next;
-    pthread_mutex_unlock(&dev->streams_lock);
+    bp_plugin_list_remove(&dev->streams, &s->link);
     /* The host synchronized the stream; wait again in case that failed, so that no
      * event is reset while the device may still signal it. */
     if (s->n > 0)
@@ -203,13 +194,13 @@ static bp_status stream_query(void *stream) {
 bp_status xpu_device_synchronize(xpu_device *dev) {
     bp_status first = BP_OK;
     /* The list lock keeps the streams alive while we wait. */
-    pthread_mutex_lock(&dev->streams_lock);
-    for (xpu_stream *s = dev->streams; s; s = s->next) {
-        bp_status st = stream_synchronize(s);
+    pthread_mutex_lock(&dev->streams.lock);
+    for (bp_plugin_link *k = dev->streams.head; k; k = k->next) {
+        bp_status st = stream_synchronize(BP_PLUGIN_CONTAINER_OF(k, xpu_stream, link));
         if (st != BP_OK && first == BP_OK)
             first = st;
     }
-    pthread_mutex_unlock(&dev->streams_lock);
+    pthread_mutex_unlock(&dev->streams.lock);
     return first;
 }
 

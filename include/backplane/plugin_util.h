@@ -15,8 +15,10 @@
 #ifndef BACKPLANE_PLUGIN_UTIL_H
 #define BACKPLANE_PLUGIN_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +202,58 @@ static inline bp_status bp_plugin_check_copy_pointers(const bp_host_services *ho
 }
 
 /* ---- streams ---- */
+
+/** A device's live streams (or any objects it must reach all of, e.g. at device
+ *  synchronize): an intrusive list under its own lock. Each object embeds a
+ *  bp_plugin_link; BP_PLUGIN_CONTAINER_OF gets the object back from its link. Walk the
+ *  list holding `lock` (which keeps its objects alive, as remove takes it):
+ *      pthread_mutex_lock(&dev->streams.lock);
+ *      for (bp_plugin_link *k = dev->streams.head; k; k = k->next)
+ *          wait_for(BP_PLUGIN_CONTAINER_OF(k, my_stream, link));
+ *      pthread_mutex_unlock(&dev->streams.lock); */
+typedef struct bp_plugin_link {
+    struct bp_plugin_link *next;
+} bp_plugin_link;
+
+typedef struct bp_plugin_list {
+    pthread_mutex_t lock;
+    bp_plugin_link *head; /**< the newest first */
+} bp_plugin_list;
+
+/** The object of type `type` whose member `member` (a bp_plugin_link) is at `link`. */
+#define BP_PLUGIN_CONTAINER_OF(link, type, member) \
+    ((type *)(void *)((char *)(link) - offsetof(type, member)))
+
+/** An empty list with its lock (pthread_mutex_init's result, 0 on success). */
+static inline int bp_plugin_list_init(bp_plugin_list *l) {
+    l->head = NULL;
+    return pthread_mutex_init(&l->lock, NULL);
+}
+
+/** Destroys the lock; the objects still linked are the caller's. */
+static inline void bp_plugin_list_fini(bp_plugin_list *l) {
+    pthread_mutex_destroy(&l->lock);
+    l->head = NULL;
+}
+
+/** Links `k` in at the head, under the lock. */
+static inline void bp_plugin_list_add(bp_plugin_list *l, bp_plugin_link *k) {
+    pthread_mutex_lock(&l->lock);
+    k->next = l->head;
+    l->head = k;
+    pthread_mutex_unlock(&l->lock);
+}
+
+/** Unlinks `k`, under the lock; nothing when it is not in the list. */
+static inline void bp_plugin_list_remove(bp_plugin_list *l, bp_plugin_link *k) {
+    pthread_mutex_lock(&l->lock);
+    bp_plugin_link **at = &l->head;
+    while (*at && *at != k)
+        at = &(*at)->next;
+    if (*at)
+        *at = k->next;
+    pthread_mutex_unlock(&l->lock);
+}
 
 /** enqueue_host's argument check: BP_OK when fn is set, else BP_ERR_INVALID_ARGUMENT
  *  with "<device>: enqueue_host: fn is NULL". */
