@@ -212,6 +212,50 @@ static void test_check_copy(void **state) {
 
 /* ---- streams ---- */
 
+typedef struct listed {
+    int id;
+    bp_plugin_link link; /* not first: CONTAINER_OF does the arithmetic */
+} listed;
+
+/* The ids in list order, as a string ("3 1"). */
+static const char *ids(bp_plugin_list *l) {
+    static char text[64];
+    text[0] = '\0';
+    pthread_mutex_lock(&l->lock);
+    for (bp_plugin_link *k = l->head; k; k = k->next) {
+        size_t n = strlen(text);
+        snprintf(text + n, sizeof text - n, "%s%d", n ? " " : "",
+                 BP_PLUGIN_CONTAINER_OF(k, listed, link)->id);
+    }
+    pthread_mutex_unlock(&l->lock);
+    return text;
+}
+
+static void test_list(void **state) {
+    (void)state;
+    bp_plugin_list l;
+    assert_int_equal(bp_plugin_list_init(&l), 0);
+    assert_string_equal(ids(&l), "");
+    listed a = {1, {NULL}}, b = {2, {NULL}}, c = {3, {NULL}}, absent = {4, {NULL}};
+    bp_plugin_list_add(&l, &a.link);
+    bp_plugin_list_add(&l, &b.link);
+    bp_plugin_list_add(&l, &c.link);
+    assert_string_equal(ids(&l), "3 2 1"); /* the newest first */
+    bp_plugin_list_remove(&l, &b.link);    /* in the middle */
+    assert_string_equal(ids(&l), "3 1");
+    bp_plugin_list_remove(&l, &absent.link); /* not linked: nothing */
+    bp_plugin_list_remove(&l, &b.link);      /* already removed: nothing */
+    assert_string_equal(ids(&l), "3 1");
+    bp_plugin_list_remove(&l, &c.link); /* the head */
+    assert_string_equal(ids(&l), "1");
+    bp_plugin_list_remove(&l, &a.link); /* the last */
+    assert_string_equal(ids(&l), "");
+    assert_null(l.head);
+    bp_plugin_list_add(&l, &b.link); /* taken again after emptying */
+    assert_string_equal(ids(&l), "2");
+    bp_plugin_list_fini(&l);
+}
+
 static void host_fn(void *arg) { (void)arg; }
 
 static void test_check_host_fn(void **state) {
@@ -363,6 +407,7 @@ int main(void) {
         cmocka_unit_test_setup(test_check_out_ptr, reset),
         cmocka_unit_test_setup(test_check_copy, reset),
         cmocka_unit_test_setup(test_check_host_fn, reset),
+        cmocka_unit_test_setup(test_list, reset),
         cmocka_unit_test_setup(test_numel_and_dtype_size, reset),
         cmocka_unit_test_setup(test_cat, reset),
         cmocka_unit_test_setup(test_elapsed_recorded, reset),

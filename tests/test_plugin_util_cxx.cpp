@@ -10,6 +10,7 @@ namespace {
 
 struct cxx_device {
     int index;
+    bp_plugin_link link;
 };
 
 bp_status set_current(void *device) {
@@ -26,7 +27,7 @@ extern "C" int plugin_util_cxx_check(const bp_host_services *host) {
     int wrong = 0;
     // The guard table a C++ plugin would write, get_current as the header gives it.
     const bp_guard_vtable guard = {sizeof(bp_guard_vtable), set_current, bp_plugin_current_get};
-    cxx_device dev = {5};
+    cxx_device dev = {5, {nullptr}};
     int index = -1;
     wrong += guard.set_current(&dev) != BP_OK;
     wrong += guard.get_current(nullptr, &index) != BP_OK || index != 5;
@@ -49,6 +50,13 @@ extern "C" int plugin_util_cxx_check(const bp_host_services *host) {
     wrong += bp_plugin_elapsed_recorded(host, "cxx", 0, true, true) != BP_OK;
     wrong += bp_plugin_elapsed_completed(host, "cxx", 0, BP_OK, BP_OK) != BP_OK;
     wrong += bp_plugin_dtype_size(BP_DTYPE_BF16) != 2;
+    bp_plugin_list streams;
+    wrong += bp_plugin_list_init(&streams) != 0;
+    bp_plugin_list_add(&streams, &dev.link);
+    wrong += streams.head == nullptr || BP_PLUGIN_CONTAINER_OF(streams.head, cxx_device, link) != &dev;
+    bp_plugin_list_remove(&streams, &dev.link);
+    wrong += streams.head != nullptr;
+    bp_plugin_list_fini(&streams);
     bp_tensor_desc t = {};
     t.ndim = 1;
     t.shape[0] = 3;
