@@ -210,6 +210,65 @@ static void test_check_copy(void **state) {
                  BP_ERR_INVALID_ARGUMENT, "xpu:1: copy of 8 bytes: the destination is NULL");
 }
 
+/* The copy functions record which one ran, on which stream, and fail when asked. */
+static const char *copied;
+static void *copied_on;
+static bp_status copy_result;
+
+static bp_status record_h2d(void *stream, void *dst, const void *src, size_t size) {
+    copied = "h2d";
+    copied_on = stream;
+    return copy_result;
+}
+static bp_status record_d2h(void *stream, void *dst, const void *src, size_t size) {
+    copied = "d2h";
+    copied_on = stream;
+    return copy_result;
+}
+static bp_status record_d2d(void *stream, void *dst, const void *src, size_t size) {
+    copied = "d2d";
+    copied_on = stream;
+    return copy_result;
+}
+
+static void test_copy_by_kind(void **state) {
+    (void)state;
+    static const bp_plugin_copy_fns fns = {record_h2d, record_d2h, record_d2d};
+    int stream = 0, a = 0, b = 0;
+    const bp_copy_kind kinds[3] = {BP_COPY_HOST_TO_DEVICE, BP_COPY_DEVICE_TO_HOST,
+                                   BP_COPY_DEVICE_TO_DEVICE};
+    const char *names[3] = {"h2d", "d2h", "d2d"};
+    copy_result = BP_OK;
+    for (int k = 0; k < 3; k++) {
+        copied = NULL;
+        assert_int_equal(bp_plugin_copy_by_kind(&host, "ocl", 0, &fns, &stream, &a, &b, 4,
+                                                kinds[k]),
+                         BP_OK);
+        assert_string_equal(copied, names[k]);
+        assert_ptr_equal(copied_on, &stream);
+    }
+    copy_result = BP_ERR_BACKEND; /* the function's status is the copy's */
+    assert_int_equal(bp_plugin_copy_by_kind(&host, "ocl", 0, &fns, &stream, &a, &b, 4,
+                                            BP_COPY_DEVICE_TO_DEVICE),
+                     BP_ERR_BACKEND);
+    copied = NULL;
+    /* Size 0 copies nothing and checks nothing. */
+    assert_int_equal(bp_plugin_copy_by_kind(&host, "ocl", 0, &fns, &stream, NULL, NULL, 0,
+                                            (bp_copy_kind)7),
+                     BP_OK);
+    ASSERT_ERROR(bp_plugin_copy_by_kind(&host, "ocl", 0, &fns, &stream, &a, NULL, 4,
+                                        BP_COPY_HOST_TO_DEVICE),
+                 BP_ERR_INVALID_ARGUMENT, "ocl:0: copy of 4 bytes: the source is NULL");
+    /* Pointers are checked before the kind. */
+    ASSERT_ERROR(bp_plugin_copy_by_kind(&host, "ocl", 0, &fns, &stream, NULL, &b, 4,
+                                        (bp_copy_kind)7),
+                 BP_ERR_INVALID_ARGUMENT, "ocl:0: copy of 4 bytes: the destination is NULL");
+    ASSERT_ERROR(bp_plugin_copy_by_kind(&host, "ocl", 0, &fns, &stream, &a, &b, 4,
+                                        (bp_copy_kind)7),
+                 BP_ERR_INVALID_ARGUMENT, "ocl:0: copy: unknown copy kind 7");
+    assert_null(copied);
+}
+
 /* ---- streams ---- */
 
 typedef struct listed {
@@ -406,6 +465,7 @@ int main(void) {
         cmocka_unit_test_setup(test_current_device, reset),
         cmocka_unit_test_setup(test_check_out_ptr, reset),
         cmocka_unit_test_setup(test_check_copy, reset),
+        cmocka_unit_test_setup(test_copy_by_kind, reset),
         cmocka_unit_test_setup(test_check_host_fn, reset),
         cmocka_unit_test_setup(test_list, reset),
         cmocka_unit_test_setup(test_numel_and_dtype_size, reset),

@@ -111,7 +111,8 @@ static void CL_CALLBACK free_staging(cl_event ev, cl_int status, void *user) {
 
 /* Host to device: the caller may reuse its memory as soon as we return, so the bytes
  * go through a staging copy that the write's completion frees. */
-static bp_status copy_h2d(ocl_stream *s, void *dst, const void *src, size_t size) {
+static bp_status copy_h2d(void *stream, void *dst, const void *src, size_t size) {
+    ocl_stream *s = stream;
     ocl_device *dev = s->device;
     const ocl_api *api = &dev->backend->api;
     cl_mem mem;
@@ -146,7 +147,8 @@ static bp_status copy_h2d(ocl_stream *s, void *dst, const void *src, size_t size
 }
 
 /* Device to host: the host synchronizes the stream before it reads. */
-static bp_status copy_d2h(ocl_stream *s, void *dst, const void *src, size_t size) {
+static bp_status copy_d2h(void *stream, void *dst, const void *src, size_t size) {
+    ocl_stream *s = stream;
     ocl_device *dev = s->device;
     cl_mem mem;
     size_t off;
@@ -166,7 +168,8 @@ static bp_status copy_d2h(ocl_stream *s, void *dst, const void *src, size_t size
 /* Device to device. clEnqueueCopyBuffer refuses overlapping ranges of one buffer;
  * those go through a temporary buffer (released at once: OpenCL keeps it until the
  * two copies are done). */
-static bp_status copy_d2d(ocl_stream *s, void *dst, const void *src, size_t size) {
+static bp_status copy_d2d(void *stream, void *dst, const void *src, size_t size) {
+    ocl_stream *s = stream;
     ocl_device *dev = s->device;
     const ocl_api *api = &dev->backend->api;
     cl_mem dmem, smem;
@@ -206,22 +209,13 @@ static bp_status copy_d2d(ocl_stream *s, void *dst, const void *src, size_t size
     return err == CL_SUCCESS ? BP_OK : ocl_fail(dev, err, "clEnqueueCopyBuffer");
 }
 
+static const bp_plugin_copy_fns copies = {copy_h2d, copy_d2h, copy_d2d};
+
 static bp_status mem_copy_async(void *stream, void *dst, const void *src, size_t size,
                                 bp_copy_kind kind) {
-    ocl_stream *s = stream;
-    ocl_device *dev = s->device;
-    const bp_host_services *host = dev->backend->host;
-    if (size == 0)
-        return BP_OK;
-    bp_status st = bp_plugin_check_copy_pointers(host, OCL_NAME, dev->index, dst, src, size);
-    if (st != BP_OK)
-        return st;
-    switch (kind) {
-    case BP_COPY_HOST_TO_DEVICE: return copy_h2d(s, dst, src, size);
-    case BP_COPY_DEVICE_TO_HOST: return copy_d2h(s, dst, src, size);
-    case BP_COPY_DEVICE_TO_DEVICE: return copy_d2d(s, dst, src, size);
-    default: return bp_plugin_check_copy_kind(host, OCL_NAME, dev->index, kind);
-    }
+    ocl_device *dev = ((ocl_stream *)stream)->device;
+    return bp_plugin_copy_by_kind(dev->backend->host, OCL_NAME, dev->index, &copies, stream, dst, src,
+                                  size, kind);
 }
 
 static bp_status mem_memset_async(void *stream, void *ptr, int value, size_t size) {

@@ -150,7 +150,8 @@ bp_status xpu_append_copy(xpu_stream *s, void *dst, const void *src, size_t size
     return xpu_enqueue_end(&e, r, what, NULL, staging);
 }
 
-static bp_status copy_h2d(xpu_stream *s, void *dst, const void *src, size_t size) {
+static bp_status copy_h2d(void *stream, void *dst, const void *src, size_t size) {
+    xpu_stream *s = stream;
     xpu_device *dev = s->device;
     void *base;
     size_t off;
@@ -169,7 +170,8 @@ static bp_status copy_h2d(xpu_stream *s, void *dst, const void *src, size_t size
                        "copy to the device (zeCommandListAppendMemoryCopy)");
 }
 
-static bp_status copy_d2h(xpu_stream *s, void *dst, const void *src, size_t size) {
+static bp_status copy_d2h(void *stream, void *dst, const void *src, size_t size) {
+    xpu_stream *s = stream;
     xpu_device *dev = s->device;
     const xpu_api *api = &dev->backend->api;
     void *base;
@@ -211,7 +213,8 @@ static bp_status copy_d2h(xpu_stream *s, void *dst, const void *src, size_t size
                : xpu_fail(dev, r, "copy from the device (zeEventHostSynchronize)");
 }
 
-static bp_status copy_d2d(xpu_stream *s, void *dst, const void *src, size_t size) {
+static bp_status copy_d2d(void *stream, void *dst, const void *src, size_t size) {
+    xpu_stream *s = stream;
     xpu_device *dev = s->device;
     void *base;
     size_t off;
@@ -225,22 +228,13 @@ static bp_status copy_d2d(xpu_stream *s, void *dst, const void *src, size_t size
     return xpu_append_copy(s, dst, src, size, NULL, "device copy (zeCommandListAppendMemoryCopy)");
 }
 
+static const bp_plugin_copy_fns copies = {copy_h2d, copy_d2h, copy_d2d};
+
 static bp_status mem_copy_async(void *stream, void *dst, const void *src, size_t size,
                                 bp_copy_kind kind) {
-    xpu_stream *s = stream;
-    xpu_device *dev = s->device;
-    const bp_host_services *host = dev->backend->host;
-    if (size == 0)
-        return BP_OK;
-    bp_status st = bp_plugin_check_copy_pointers(host, XPU_NAME, dev->index, dst, src, size);
-    if (st != BP_OK)
-        return st;
-    switch (kind) {
-    case BP_COPY_HOST_TO_DEVICE: return copy_h2d(s, dst, src, size);
-    case BP_COPY_DEVICE_TO_HOST: return copy_d2h(s, dst, src, size);
-    case BP_COPY_DEVICE_TO_DEVICE: return copy_d2d(s, dst, src, size);
-    default: return bp_plugin_check_copy_kind(host, XPU_NAME, dev->index, kind);
-    }
+    xpu_device *dev = ((xpu_stream *)stream)->device;
+    return bp_plugin_copy_by_kind(dev->backend->host, XPU_NAME, dev->index, &copies, stream, dst, src,
+                                  size, kind);
 }
 
 static bp_status mem_copy_peer_async(void *stream, void *dst, void *dst_device, const void *src,

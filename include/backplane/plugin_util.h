@@ -201,6 +201,39 @@ static inline bp_status bp_plugin_check_copy_pointers(const bp_host_services *ho
                           dst ? "source" : "destination");
 }
 
+/** One direction of copy_async, on the backend's `stream`, arguments already checked. */
+typedef bp_status (*bp_plugin_copy_fn)(void *stream, void *dst, const void *src, size_t size);
+
+/** A backend's copy functions, one per bp_copy_kind. */
+typedef struct bp_plugin_copy_fns {
+    bp_plugin_copy_fn host_to_device;
+    bp_plugin_copy_fn device_to_host;
+    bp_plugin_copy_fn device_to_device;
+} bp_plugin_copy_fns;
+
+/** copy_async for a backend with one function per direction: BP_OK for size 0 (whatever
+ *  the pointers and kind: nothing to copy), else bp_plugin_check_copy_pointers' error,
+ *  else bp_plugin_check_copy_kind's error, else what the function of `kind` in fns
+ *  returns:
+ *      return bp_plugin_copy_by_kind(host, "opencl", dev->index, &my_copies, stream, dst,
+ *                                    src, size, kind); */
+static inline bp_status bp_plugin_copy_by_kind(const bp_host_services *host, const char *type,
+                                               int index, const bp_plugin_copy_fns *fns,
+                                               void *stream, void *dst, const void *src,
+                                               size_t size, bp_copy_kind kind) {
+    if (size == 0)
+        return BP_OK;
+    bp_status st = bp_plugin_check_copy_pointers(host, type, index, dst, src, size);
+    if (st != BP_OK)
+        return st;
+    switch (kind) {
+    case BP_COPY_HOST_TO_DEVICE: return fns->host_to_device(stream, dst, src, size);
+    case BP_COPY_DEVICE_TO_HOST: return fns->device_to_host(stream, dst, src, size);
+    case BP_COPY_DEVICE_TO_DEVICE: return fns->device_to_device(stream, dst, src, size);
+    default: return bp_plugin_check_copy_kind(host, type, index, kind);
+    }
+}
+
 /* ---- streams ---- */
 
 /** A device's live streams (or any objects it must reach all of, e.g. at device
