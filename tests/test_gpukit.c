@@ -182,6 +182,30 @@ static void test_memmap_insert_and_take(void **state) {
     gpukit_memmap_fini(&m);
 }
 
+/* translate: the allocation and offset, or the error naming what was translated. */
+static void test_memmap_translate(void **state) {
+    (void)state;
+    gpukit_memmap m;
+    map_with_three(&m);
+    gpukit_range r;
+    uint64_t off = 0;
+    assert_int_equal(gpukit_memmap_translate(&m, (void *)(uintptr_t)0x1010, 0x10, &recording_host,
+                                             "opencl", 0, "copy to the device", &r, &off),
+                     BP_OK);
+    assert_ptr_equal(r.handle, &handles[0]);
+    assert_int_equal(off, 0x10);
+    assert_int_equal(gpukit_memmap_translate(&m, (void *)(uintptr_t)0x2008, 9, &recording_host,
+                                             "opencl", 0, "memset", &r, &off),
+                     BP_ERR_INVALID_ARGUMENT);
+    char want[160];
+    snprintf(want, sizeof want,
+             "opencl:0: memset: 9 bytes at device address %p are not inside one live "
+             "allocation of this device",
+             (void *)(uintptr_t)0x2008);
+    assert_string_equal(last_error, want);
+    gpukit_memmap_fini(&m);
+}
+
 /* ---- the host-function thread ---- */
 
 typedef struct gate {
@@ -327,6 +351,7 @@ int main(void) {
         cmocka_unit_test(test_memmap_clear),
         cmocka_unit_test(test_memmap_mem_info),
         cmocka_unit_test(test_memmap_insert_and_take),
+        cmocka_unit_test(test_memmap_translate),
         cmocka_unit_test(test_host_thread_order_and_stop),
         cmocka_unit_test(test_host_thread_ensure),
         cmocka_unit_test(test_host_job_new),

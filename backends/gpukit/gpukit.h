@@ -59,6 +59,12 @@ bp_status gpukit_memmap_insert(gpukit_memmap *m, uint64_t addr, uint64_t size, v
  * device: ignored"). */
 bool gpukit_memmap_take(gpukit_memmap *m, void *ptr, const bp_host_services *host,
                         const char *type, int index, void **handle);
+/* A kernel's or copy's device pointer as its allocation: gpukit_memmap_find, or
+ * BP_ERR_INVALID_ARGUMENT set through host ("<type>:<index>: <what>: <size> bytes at
+ * device address <ptr> are not inside one live allocation of this device"). */
+bp_status gpukit_memmap_translate(gpukit_memmap *m, const void *ptr, size_t size,
+                                  const bp_host_services *host, const char *type, int index,
+                                  const char *what, gpukit_range *range, uint64_t *offset);
 /* Bytes of the live ranges. */
 uint64_t gpukit_memmap_used(gpukit_memmap *m);
 /* The device vtable's mem_info for a device of `total` bytes whose allocations m holds:

@@ -121,6 +121,17 @@ bool gpukit_memmap_take(gpukit_memmap *m, void *ptr, const bp_host_services *hos
     return false;
 }
 
+bp_status gpukit_memmap_translate(gpukit_memmap *m, const void *ptr, size_t size,
+                                  const bp_host_services *host, const char *type, int index,
+                                  const char *what, gpukit_range *range, uint64_t *offset) {
+    if (gpukit_memmap_find(m, (uint64_t)(uintptr_t)ptr, size, range, offset))
+        return BP_OK;
+    return bp_plugin_fail(host, BP_ERR_INVALID_ARGUMENT, type, index,
+                          "%s: %zu bytes at device address %p are not inside one live "
+                          "allocation of this device",
+                          what, size, ptr);
+}
+
 uint64_t gpukit_memmap_used(gpukit_memmap *m) {
     pthread_mutex_lock(&m->lock);
     uint64_t used = m->used;

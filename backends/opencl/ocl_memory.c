@@ -33,12 +33,10 @@ bp_status ocl_translate(ocl_device *dev, const void *ptr, size_t size, cl_mem *o
                         size_t *out_offset, const char *what) {
     gpukit_range range;
     uint64_t off = 0;
-    if (!gpukit_memmap_find(&dev->mem.map, (uint64_t)(uintptr_t)ptr, size, &range, &off))
-        return dev->backend->host->set_error(
-            BP_ERR_INVALID_ARGUMENT,
-            "opencl:%d: %s: %zu bytes at device address %p are not inside one live "
-            "allocation of this device",
-            dev->index, what, size, ptr);
+    bp_status st = gpukit_memmap_translate(&dev->mem.map, ptr, size, dev->backend->host,
+                                           OCL_NAME, dev->index, what, &range, &off);
+    if (st != BP_OK)
+        return st;
     *out_mem = (cl_mem)range.handle;
     *out_offset = (size_t)off;
     return BP_OK;

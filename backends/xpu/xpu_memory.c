@@ -35,12 +35,10 @@ bp_status xpu_translate(xpu_device *dev, const void *ptr, size_t size, void **ou
                         size_t *out_offset, const char *what) {
     gpukit_range range;
     uint64_t offset = 0;
-    if (!gpukit_memmap_find(&dev->mem, (uint64_t)(uintptr_t)ptr, size, &range, &offset))
-        return dev->backend->host->set_error(
-            BP_ERR_INVALID_ARGUMENT,
-            "xpu:%d: %s: %zu bytes at device address %p are not inside one live allocation "
-            "of this device",
-            dev->index, what, size, ptr);
+    bp_status st = gpukit_memmap_translate(&dev->mem, ptr, size, dev->backend->host, XPU_NAME,
+                                           dev->index, what, &range, &offset);
+    if (st != BP_OK)
+        return st;
     *out_base = (void *)(uintptr_t)range.addr;
     *out_offset = (size_t)offset;
     return BP_OK;
