@@ -16,8 +16,7 @@ static bp_status stream_create(void *device, int priority, void **out_stream) {
     bp_status st = cu_enter(dev);
     if (st != BP_OK)
         return st;
-    cu_stream *s = bp_plugin_calloc(cu_host, CU_NAME, dev->index,
-                             sizeof *s, "a stream");
+    cu_stream *s = bp_plugin_calloc(cu_host, CU_NAME, dev->index, sizeof *s, "a stream");
     if (!s)
         return BP_ERR_OUT_OF_MEMORY;
     s->device = dev;
@@ -152,8 +151,7 @@ static bp_status event_create(void *device, int timing, void **out_event) {
     bp_status st = cu_enter(dev);
     if (st != BP_OK)
         return st;
-    cu_event *e = bp_plugin_calloc(cu_host, CU_NAME, dev->index,
-                             sizeof *e, "an event");
+    cu_event *e = bp_plugin_calloc(cu_host, CU_NAME, dev->index, sizeof *e, "an event");
     if (!e)
         return BP_ERR_OUT_OF_MEMORY;
     e->device = dev;

@@ -42,8 +42,7 @@ bp_status hpu_submit_wait(hpu_stream *s, cpu_queue *queue, uint64_t ticket) {
 static bp_status stream_create(void *device, int priority, void **out_stream) {
     hpu_device *dev = device;
     hpu_backend *be = dev->backend;
-    hpu_stream *s = bp_plugin_calloc(be->host, HPU_NAME, dev->index,
-                             sizeof *s, "a stream");
+    hpu_stream *s = bp_plugin_calloc(be->host, HPU_NAME, dev->index, sizeof *s, "a stream");
     if (!s)
         return BP_ERR_OUT_OF_MEMORY;
     char name[16];
@@ -206,8 +205,8 @@ static bool point_complete(const event_point *pt) {
 static bp_status event_create(void *device, int timing, void **out_event) {
     hpu_device *dev = device;
     (void)timing; /* every event can be timed: its time is the model's */
-    hpu_event *ev = bp_plugin_calloc(dev->backend->host, HPU_NAME, dev->index,
-                             sizeof *ev, "an event");
+    hpu_event *ev = bp_plugin_calloc(dev->backend->host, HPU_NAME, dev->index, sizeof *ev,
+                                     "an event");
     if (!ev)
         return BP_ERR_OUT_OF_MEMORY;
     ev->device = dev;

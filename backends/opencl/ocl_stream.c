@@ -29,8 +29,8 @@ void ocl_stream_push_locked(ocl_stream *s, cl_event ev) {
 static bp_status stream_create(void *device, int priority, void **out_stream) {
     ocl_device *dev = device;
     (void)priority; /* one priority: the host clamps to 0..0 */
-    ocl_stream *s = bp_plugin_calloc(dev->backend->host, OCL_NAME, dev->index,
-                             sizeof *s, "a stream");
+    ocl_stream *s = bp_plugin_calloc(dev->backend->host, OCL_NAME, dev->index, sizeof *s,
+                                     "a stream");
     if (!s)
         return BP_ERR_OUT_OF_MEMORY;
     cl_int err = CL_SUCCESS;
@@ -114,8 +114,8 @@ bp_status ocl_device_synchronize(ocl_device *dev) {
 
 static bp_status event_create(void *device, int timing, void **out_event) {
     ocl_device *dev = device;
-    ocl_event *ev = bp_plugin_calloc(dev->backend->host, OCL_NAME, dev->index,
-                             sizeof *ev, "an event");
+    ocl_event *ev = bp_plugin_calloc(dev->backend->host, OCL_NAME, dev->index, sizeof *ev,
+                                     "an event");
     if (!ev)
         return BP_ERR_OUT_OF_MEMORY;
     ev->device = dev;

@@ -59,8 +59,8 @@ void xpu_events_destroy(xpu_driver *drv) {
 static bp_status grow_locked(xpu_device *dev) {
     xpu_driver *drv = dev->driver;
     const xpu_api *api = &drv->backend->api;
-    xpu_event_block *b = bp_plugin_calloc(drv->backend->host, XPU_NAME, dev->index,
-                             sizeof *b, "an event pool");
+    xpu_event_block *b = bp_plugin_calloc(drv->backend->host, XPU_NAME, dev->index, sizeof *b,
+                                          "an event pool");
     if (!b)
         return BP_ERR_OUT_OF_MEMORY;
     ze_event_pool_desc_t pdesc = {.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,

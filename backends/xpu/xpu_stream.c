@@ -128,8 +128,8 @@ static bp_status zevent_wait(xpu_device *dev, xpu_zevent *e, const char *what) {
 static bp_status stream_create(void *device, int priority, void **out_stream) {
     xpu_device *dev = device;
     (void)priority; /* one priority: the host clamps to 0..0 */
-    xpu_stream *s = bp_plugin_calloc(dev->backend->host, XPU_NAME, dev->index,
-                             sizeof *s, "a stream");
+    xpu_stream *s = bp_plugin_calloc(dev->backend->host, XPU_NAME, dev->index, sizeof *s,
+                                     "a stream");
     if (!s)
         return BP_ERR_OUT_OF_MEMORY;
     ze_command_queue_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
@@ -208,8 +208,8 @@ bp_status xpu_device_synchronize(xpu_device *dev) {
 
 static bp_status event_create(void *device, int timing, void **out_event) {
     xpu_device *dev = device;
-    xpu_event *ev = bp_plugin_calloc(dev->backend->host, XPU_NAME, dev->index,
-                             sizeof *ev, "an event");
+    xpu_event *ev = bp_plugin_calloc(dev->backend->host, XPU_NAME, dev->index, sizeof *ev,
+                                     "an event");
     if (!ev)
         return BP_ERR_OUT_OF_MEMORY;
     ev->device = dev;

@@ -1,17 +1,20 @@
 /* backplane plugin helpers: optional, header-only pieces that most backends write again.
  *
- * Nothing here is part of the ABI: every function is a static inline over
- * <backplane/plugin.h>, compiled into the plugin that includes this header, so a plugin
- * built with it runs on any host of its ABI major, and a vendor may copy, change or
- * ignore any of it. The in-tree plugins (cpu, arm, hpu, opencl, xpu, cuda) use it;
- * docs/writing-a-backend.md ("Plugin helpers") shows them in a backend. C11 and C++17.
+ * Nothing here is part of the ABI: every function is a static inline over the public
+ * headers (<backplane/plugin.h> and the plain data of kernel_plan.h and op_attrs.h),
+ * compiled into the plugin that includes this header. It needs nothing of the host
+ * beyond set_error (the ABI 1.0 services) and links nothing, and a vendor may copy,
+ * change or ignore any of it. The in-tree plugins (cpu, arm, hpu, opencl, xpu, cuda)
+ * and kits use it; docs/writing-a-backend.md §16 shows it in a backend. C11, and valid
+ * C++17 (tests/test_plugin_util_cxx.cpp).
  *
  * Naming: a failing helper reports through host->set_error, like the vtable functions
  * it serves, and names the device as "<type>:<index>: " ("opencl:0: ...") or, with an
  * index below 0, as the backend alone ("<type>: "), where <type> is the plugin's name.
  *
- * Threading: every helper may be called from many threads at once; the current-device
- * helpers keep one value per thread. */
+ * Threading: every helper may be called from many threads at once, except
+ * bp_plugin_list_init and _fini (like a mutex's); the current-device helpers keep one
+ * value per thread. */
 #ifndef BACKPLANE_PLUGIN_UTIL_H
 #define BACKPLANE_PLUGIN_UTIL_H
 
