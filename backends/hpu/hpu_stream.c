@@ -121,7 +121,7 @@ static bp_status stream_enqueue_host(void *stream, void (*fn)(void *arg), void *
     host_fn_task t = {fn, arg};
     pthread_mutex_lock(&dev->lock);
     st = s->graph ? hpu_graph_add_host_fn(s->graph, fn, arg)
-                            : hpu_submit(s, "a host function", host_fn_task_fn, &t, sizeof t, NULL);
+                  : hpu_submit(s, "a host function", host_fn_task_fn, &t, sizeof t, NULL);
     pthread_mutex_unlock(&dev->lock);
     return st;
 }
@@ -315,10 +315,10 @@ static bp_status event_elapsed_ms(void *start, void *end, float *out_ms) {
     event_point pa, pb;
     point_get(start, &pa);
     point_get(end, &pb);
-    bp_status st = bp_plugin_elapsed_completed(
-        a->device->backend->host, HPU_NAME, -1,
-        point_complete(&pa) ? BP_OK : BP_ERR_NOT_READY,
-        point_complete(&pb) ? BP_OK : BP_ERR_NOT_READY);
+    /* The simulator's events are one device's: the message names the backend alone. */
+    bp_status st = bp_plugin_elapsed_completed(a->device->backend->host, HPU_NAME, -1,
+                                               point_complete(&pa) ? BP_OK : BP_ERR_NOT_READY,
+                                               point_complete(&pb) ? BP_OK : BP_ERR_NOT_READY);
     if (st == BP_OK && out_ms)
         *out_ms = (float)((pb.ts_us - pa.ts_us) / 1000.0);
     point_put(&pa);
