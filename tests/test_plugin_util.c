@@ -442,6 +442,43 @@ static void test_elapsed_completed(void **state) {
     assert_string_equal(last_error, "");
 }
 
+/* Points are ints holding the status their query returns; the queries are counted. */
+static bp_status point_status(void *ctx, void *point) {
+    ++*(int *)ctx;
+    bp_status st = *(bp_status *)point;
+    if (st != BP_OK && st != BP_ERR_NOT_READY)
+        record_error(st, "query failed");
+    return st;
+}
+
+static void test_elapsed_ready(void **state) {
+    (void)state;
+    bp_status reached = BP_OK, pending = BP_ERR_NOT_READY, broken = BP_ERR_BACKEND;
+    int queries = 0;
+    assert_int_equal(bp_plugin_elapsed_ready(&host, "ocl", 0, &reached, &reached, point_status,
+                                             &queries),
+                     BP_OK);
+    assert_int_equal(queries, 2);
+    queries = 0;
+    ASSERT_ERROR(bp_plugin_elapsed_ready(&host, "ocl", 0, NULL, &reached, point_status, &queries),
+                 BP_ERR_INVALID_ARGUMENT, "ocl:0: elapsed_ms: the start event was never recorded");
+    ASSERT_ERROR(bp_plugin_elapsed_ready(&host, "ocl", 0, &reached, NULL, point_status, &queries),
+                 BP_ERR_INVALID_ARGUMENT, "ocl:0: elapsed_ms: the end event was never recorded");
+    assert_int_equal(queries, 0); /* nothing queried without both points */
+    ASSERT_ERROR(bp_plugin_elapsed_ready(&host, "ocl", 0, &pending, &reached, point_status,
+                                         &queries),
+                 BP_ERR_NOT_READY, "ocl:0: elapsed_ms: the start event has not completed");
+    assert_int_equal(queries, 1); /* end is not queried after start */
+    ASSERT_ERROR(bp_plugin_elapsed_ready(&host, "ocl", 0, &reached, &pending, point_status,
+                                         &queries),
+                 BP_ERR_NOT_READY, "ocl:0: elapsed_ms: the end event has not completed");
+    queries = 0;
+    ASSERT_ERROR(bp_plugin_elapsed_ready(&host, "ocl", 0, &broken, &reached, point_status,
+                                         &queries),
+                 BP_ERR_BACKEND, "query failed"); /* the query's own error */
+    assert_int_equal(queries, 1);
+}
+
 /* ---- C++ ---- */
 
 static void test_header_as_cxx(void **state) {
@@ -472,6 +509,7 @@ int main(void) {
         cmocka_unit_test_setup(test_cat, reset),
         cmocka_unit_test_setup(test_elapsed_recorded, reset),
         cmocka_unit_test_setup(test_elapsed_completed, reset),
+        cmocka_unit_test_setup(test_elapsed_ready, reset),
         cmocka_unit_test_setup(test_header_as_cxx, reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -257,6 +257,11 @@ static bp_status stream_wait_event(void *stream, void *event) {
                : ocl_fail(s->device, err, "stream wait (clEnqueueBarrierWithWaitList)");
 }
 
+/* elapsed_ms's query of a marker (bp_plugin_elapsed_ready). */
+static bp_status marker_status(void *dev, void *marker) {
+    return event_status(dev, marker);
+}
+
 static bp_status event_elapsed_ms(void *start, void *end, float *out_ms) {
     ocl_event *a = start, *b = end;
     ocl_device *dev = a->device;
@@ -264,12 +269,8 @@ static bp_status event_elapsed_ms(void *start, void *end, float *out_ms) {
     const bp_host_services *host = dev->backend->host;
     cl_event ma = event_marker(a), mb = event_marker(b);
     cl_ulong ta = 0, tb = 0;
-    bp_status st = bp_plugin_elapsed_recorded(host, OCL_NAME, dev->index, ma, mb);
-    if (st == BP_OK) {
-        bp_status sa = event_status(dev, ma);
-        bp_status sb = sa == BP_OK ? event_status(dev, mb) : BP_OK;
-        st = bp_plugin_elapsed_completed(host, OCL_NAME, dev->index, sa, sb);
-    }
+    bp_status st =
+        bp_plugin_elapsed_ready(host, OCL_NAME, dev->index, ma, mb, marker_status, dev);
     if (st == BP_OK) {
         cl_int err = api->clGetEventProfilingInfo(ma, CL_PROFILING_COMMAND_END, sizeof ta, &ta,
                                                   NULL);

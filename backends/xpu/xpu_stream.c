@@ -326,6 +326,11 @@ static bp_status stream_wait_event(void *stream, void *event) {
     return xpu_enqueue_end(&e, r, "stream wait (zeCommandListAppendBarrier)", m, NULL);
 }
 
+/* elapsed_ms's query of a marker (bp_plugin_elapsed_ready). */
+static bp_status marker_status(void *dev, void *marker) {
+    return zevent_status(dev, marker, "elapsed_ms (zeEventQueryStatus)");
+}
+
 static bp_status event_elapsed_ms(void *start, void *end, float *out_ms) {
     xpu_event *a = start, *b = end;
     xpu_device *dev = a->device;
@@ -335,13 +340,8 @@ static bp_status event_elapsed_ms(void *start, void *end, float *out_ms) {
                                "xpu:%d: elapsed_ms: the %s event was created without timing",
                                dev->index, a->timing ? "end" : "start");
     xpu_zevent *ma = event_marker(a), *mb = event_marker(b);
-    bp_status st = bp_plugin_elapsed_recorded(host, XPU_NAME, dev->index, ma, mb);
-    if (st == BP_OK) {
-        bp_status sa = zevent_status(dev, ma, "elapsed_ms (zeEventQueryStatus)");
-        bp_status sb = sa == BP_OK ? zevent_status(dev, mb, "elapsed_ms (zeEventQueryStatus)")
-                                   : BP_OK;
-        st = bp_plugin_elapsed_completed(host, XPU_NAME, dev->index, sa, sb);
-    }
+    bp_status st =
+        bp_plugin_elapsed_ready(host, XPU_NAME, dev->index, ma, mb, marker_status, dev);
     if (st == BP_OK && dev->info.timer_hz == 0)
         st = host->set_error(BP_ERR_UNSUPPORTED, "xpu:%d: elapsed_ms: the device reports no "
                              "timer resolution", dev->index);

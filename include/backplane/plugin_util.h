@@ -386,4 +386,23 @@ static inline bp_status bp_plugin_elapsed_completed(const bp_host_services *host
     return start != BP_OK ? start : end;
 }
 
+/** A backend's query of one recorded point (a marker, a runtime event): BP_OK when
+ *  reached, BP_ERR_NOT_READY (without set_error) when not, else an error it set. */
+typedef bp_status (*bp_plugin_point_status_fn)(void *ctx, void *point);
+
+/** Both checks of elapsed_ms in one, for events that hold their latest recorded point
+ *  (NULL: never recorded): bp_plugin_elapsed_recorded, then status(ctx, start) and, when
+ *  that is BP_OK, status(ctx, end), then bp_plugin_elapsed_completed. BP_OK when both
+ *  points are reached and their timestamps can be read. */
+static inline bp_status bp_plugin_elapsed_ready(const bp_host_services *host, const char *type,
+                                                int index, void *start, void *end,
+                                                bp_plugin_point_status_fn status, void *ctx) {
+    bp_status st = bp_plugin_elapsed_recorded(host, type, index, start != NULL, end != NULL);
+    if (st != BP_OK)
+        return st;
+    bp_status sa = status(ctx, start);
+    bp_status sb = sa == BP_OK ? status(ctx, end) : BP_OK;
+    return bp_plugin_elapsed_completed(host, type, index, sa, sb);
+}
+
 #endif
