@@ -18,8 +18,9 @@
 #include <cmocka.h>
 
 #include "gpukit.h"
+#include "recording_host.h"
 
-/* ---- allocations that fail on demand, and a host that records what it is told ---- */
+/* ---- allocations that fail on demand ---- */
 
 static bool allocations_fail;
 void *__real_calloc(size_t n, size_t size);
@@ -32,32 +33,6 @@ void *__wrap_calloc(size_t n, size_t size) {
 void *__wrap_realloc(void *p, size_t size) {
     return allocations_fail ? NULL : __real_realloc(p, size);
 }
-
-static char last_error[512], last_log[512];
-
-static bp_status record_error(bp_status status, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-static void record_log(bp_log_level level, const char *source, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = snprintf(last_log, sizeof last_log, "%d %s: ", (int)level, source);
-    vsnprintf(last_log + n, sizeof last_log - (size_t)n, fmt, ap);
-    va_end(ap);
-}
-
-static const bp_host_services recording_host = {
-    .struct_size = sizeof(bp_host_services),
-    .abi_major = BP_PLUGIN_ABI_MAJOR,
-    .abi_minor = BP_PLUGIN_ABI_MINOR,
-    .set_error = record_error,
-    .log = record_log,
-};
 
 /* ---- the allocation map ---- */
 

@@ -23,31 +23,12 @@ static void *test_calloc_hook(size_t n, size_t size) {
 #define BP_PLUGIN_CALLOC test_calloc_hook
 #include <backplane/plugin_util.h>
 
+#include "recording_host.h"
 #include "test_plugin_util_cxx.h"
 
-/* ---- a host that records the last error ---- */
+/* ---- the host ---- */
 
-static char last_error[BP_PLUGIN_MESSAGE_MAX + 64];
-static int errors_set;
-
-static bp_status record_error(bp_status status, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
-    va_end(ap);
-    errors_set++;
-    return status;
-}
-
-static void ignore_log(bp_log_level level, const char *source, const char *fmt, ...) {}
-
-static const bp_host_services host = {
-    .struct_size = sizeof(bp_host_services),
-    .abi_major = BP_PLUGIN_ABI_MAJOR,
-    .abi_minor = BP_PLUGIN_ABI_MINOR,
-    .set_error = record_error,
-    .log = ignore_log,
-};
+static const bp_host_services *const host = &recording_host;
 
 static int reset(void **state) {
     (void)state;
@@ -67,12 +48,12 @@ static int reset(void **state) {
 
 static void test_fail_names_the_device(void **state) {
     (void)state;
-    ASSERT_ERROR(bp_plugin_fail(&host, BP_ERR_BACKEND, "opencl", 2, "%s failed (%d)", "step", -5),
+    ASSERT_ERROR(bp_plugin_fail(host, BP_ERR_BACKEND, "opencl", 2, "%s failed (%d)", "step", -5),
                  BP_ERR_BACKEND, "opencl:2: step failed (-5)");
     /* Below 0: the backend alone. */
-    ASSERT_ERROR(bp_plugin_fail(&host, BP_ERR_UNSUPPORTED, "hpu", -1, "no %s", "timer"),
+    ASSERT_ERROR(bp_plugin_fail(host, BP_ERR_UNSUPPORTED, "hpu", -1, "no %s", "timer"),
                  BP_ERR_UNSUPPORTED, "hpu: no timer");
-    ASSERT_ERROR(bp_plugin_fail(&host, BP_ERR_INTERNAL, "xpu", 0, "plain"), BP_ERR_INTERNAL,
+    ASSERT_ERROR(bp_plugin_fail(host, BP_ERR_INTERNAL, "xpu", 0, "plain"), BP_ERR_INTERNAL,
                  "xpu:0: plain");
 }
 
@@ -81,7 +62,7 @@ static void test_fail_cuts_a_long_message(void **state) {
     char longer[BP_PLUGIN_MESSAGE_MAX + 32];
     memset(longer, 'x', sizeof longer - 1);
     longer[sizeof longer - 1] = '\0';
-    assert_int_equal(bp_plugin_fail(&host, BP_ERR_BACKEND, "t", -1, "%s", longer),
+    assert_int_equal(bp_plugin_fail(host, BP_ERR_BACKEND, "t", -1, "%s", longer),
                      BP_ERR_BACKEND);
     /* "t: " and the message cut to BP_PLUGIN_MESSAGE_MAX - 1 characters. */
     assert_int_equal(strlen(last_error), 3 + BP_PLUGIN_MESSAGE_MAX - 1);
@@ -90,16 +71,16 @@ static void test_fail_cuts_a_long_message(void **state) {
 
 static void test_plugin_calloc(void **state) {
     (void)state;
-    unsigned char *p = bp_plugin_calloc(&host, "opencl", 1, 64, "a stream");
+    unsigned char *p = bp_plugin_calloc(host, "opencl", 1, 64, "a stream");
     assert_non_null(p);
     for (int i = 0; i < 64; i++)
         assert_int_equal(p[i], 0);
     free(p);
     assert_int_equal(errors_set, 0);
     calloc_fails = true;
-    assert_null(bp_plugin_calloc(&host, "opencl", 1, 64, "a stream"));
+    assert_null(bp_plugin_calloc(host, "opencl", 1, 64, "a stream"));
     assert_string_equal(last_error, "opencl:1: out of host memory for a stream");
-    assert_null(bp_plugin_calloc(&host, "cpu", -1, 8, "an event"));
+    assert_null(bp_plugin_calloc(host, "cpu", -1, 8, "an event"));
     assert_string_equal(last_error, "cpu: out of host memory for an event");
 }
 
@@ -107,16 +88,16 @@ static void test_plugin_calloc(void **state) {
 
 static void test_check_index(void **state) {
     (void)state;
-    assert_int_equal(bp_plugin_check_index(&host, "opencl", 0, 2, "OpenCL", NULL), BP_OK);
-    assert_int_equal(bp_plugin_check_index(&host, "opencl", 1, 2, "OpenCL", NULL), BP_OK);
+    assert_int_equal(bp_plugin_check_index(host, "opencl", 0, 2, "OpenCL", NULL), BP_OK);
+    assert_int_equal(bp_plugin_check_index(host, "opencl", 1, 2, "OpenCL", NULL), BP_OK);
     assert_int_equal(errors_set, 0);
-    ASSERT_ERROR(bp_plugin_check_index(&host, "opencl", 2, 2, "OpenCL", NULL), BP_ERR_NOT_FOUND,
+    ASSERT_ERROR(bp_plugin_check_index(host, "opencl", 2, 2, "OpenCL", NULL), BP_ERR_NOT_FOUND,
                  "opencl: device index 2 out of range (2 OpenCL devices)");
-    ASSERT_ERROR(bp_plugin_check_index(&host, "cpu", -1, 1, "cpu", NULL), BP_ERR_NOT_FOUND,
+    ASSERT_ERROR(bp_plugin_check_index(host, "cpu", -1, 1, "cpu", NULL), BP_ERR_NOT_FOUND,
                  "cpu: device index -1 out of range (1 cpu device)");
-    ASSERT_ERROR(bp_plugin_check_index(&host, "cuda", 0, 0, "CUDA", NULL), BP_ERR_NOT_FOUND,
+    ASSERT_ERROR(bp_plugin_check_index(host, "cuda", 0, 0, "CUDA", NULL), BP_ERR_NOT_FOUND,
                  "cuda: device index 0 out of range (0 CUDA devices)");
-    ASSERT_ERROR(bp_plugin_check_index(&host, "hpu", 5, 1, "hpu", "BP_HPU_DEVICES sets the count"),
+    ASSERT_ERROR(bp_plugin_check_index(host, "hpu", 5, 1, "hpu", "BP_HPU_DEVICES sets the count"),
                  BP_ERR_NOT_FOUND,
                  "hpu: device index 5 out of range (1 hpu device; BP_HPU_DEVICES sets the count)");
 }
@@ -136,7 +117,7 @@ static void test_props_begin_and_copy_out(void **state) {
     bp_backend_device_props host_props;
     memset(&host_props, 0, sizeof host_props);
     host_props.struct_size = sizeof host_props;
-    assert_int_equal(bp_plugin_props_begin(&host, "xpu", &host_props, &p), BP_OK);
+    assert_int_equal(bp_plugin_props_begin(host, "xpu", &host_props, &p), BP_OK);
     const bp_backend_device_props zero = {0};
     assert_memory_equal(&p, &zero, sizeof p);
     /* What the backend fills in reaches the host's struct, struct_size kept. */
@@ -146,7 +127,7 @@ static void test_props_begin_and_copy_out(void **state) {
     assert_int_equal(host_props.struct_size, sizeof host_props);
     assert_string_equal(host_props.description, "a device");
     assert_int_equal(host_props.total_memory, 1u << 20);
-    ASSERT_ERROR(bp_plugin_props_begin(&host, "xpu", NULL, &p), BP_ERR_INVALID_ARGUMENT,
+    ASSERT_ERROR(bp_plugin_props_begin(host, "xpu", NULL, &p), BP_ERR_INVALID_ARGUMENT,
                  "xpu: get_props: props is NULL");
 }
 
@@ -188,25 +169,25 @@ static void test_current_device(void **state) {
 static void test_check_out_ptr(void **state) {
     (void)state;
     void *p = NULL;
-    assert_int_equal(bp_plugin_check_out_ptr(&host, "hpu", 0, &p), BP_OK);
-    ASSERT_ERROR(bp_plugin_check_out_ptr(&host, "hpu", 0, NULL), BP_ERR_INVALID_ARGUMENT,
+    assert_int_equal(bp_plugin_check_out_ptr(host, "hpu", 0, &p), BP_OK);
+    ASSERT_ERROR(bp_plugin_check_out_ptr(host, "hpu", 0, NULL), BP_ERR_INVALID_ARGUMENT,
                  "hpu:0: alloc: out_ptr is NULL");
 }
 
 static void test_check_copy(void **state) {
     (void)state;
     int a = 0, b = 0;
-    assert_int_equal(bp_plugin_check_copy_kind(&host, "xpu", 1, BP_COPY_HOST_TO_DEVICE), BP_OK);
-    assert_int_equal(bp_plugin_check_copy_kind(&host, "xpu", 1, BP_COPY_DEVICE_TO_HOST), BP_OK);
-    assert_int_equal(bp_plugin_check_copy_kind(&host, "xpu", 1, BP_COPY_DEVICE_TO_DEVICE), BP_OK);
-    ASSERT_ERROR(bp_plugin_check_copy_kind(&host, "xpu", 1, (bp_copy_kind)9),
+    assert_int_equal(bp_plugin_check_copy_kind(host, "xpu", 1, BP_COPY_HOST_TO_DEVICE), BP_OK);
+    assert_int_equal(bp_plugin_check_copy_kind(host, "xpu", 1, BP_COPY_DEVICE_TO_HOST), BP_OK);
+    assert_int_equal(bp_plugin_check_copy_kind(host, "xpu", 1, BP_COPY_DEVICE_TO_DEVICE), BP_OK);
+    ASSERT_ERROR(bp_plugin_check_copy_kind(host, "xpu", 1, (bp_copy_kind)9),
                  BP_ERR_INVALID_ARGUMENT, "xpu:1: copy: unknown copy kind 9");
-    assert_int_equal(bp_plugin_check_copy_pointers(&host, "xpu", 1, &a, &b, 4), BP_OK);
-    ASSERT_ERROR(bp_plugin_check_copy_pointers(&host, "xpu", 1, NULL, &b, 4),
+    assert_int_equal(bp_plugin_check_copy_pointers(host, "xpu", 1, &a, &b, 4), BP_OK);
+    ASSERT_ERROR(bp_plugin_check_copy_pointers(host, "xpu", 1, NULL, &b, 4),
                  BP_ERR_INVALID_ARGUMENT, "xpu:1: copy of 4 bytes: the destination is NULL");
-    ASSERT_ERROR(bp_plugin_check_copy_pointers(&host, "xpu", 1, &a, NULL, 4),
+    ASSERT_ERROR(bp_plugin_check_copy_pointers(host, "xpu", 1, &a, NULL, 4),
                  BP_ERR_INVALID_ARGUMENT, "xpu:1: copy of 4 bytes: the source is NULL");
-    ASSERT_ERROR(bp_plugin_check_copy_pointers(&host, "xpu", 1, NULL, NULL, 8),
+    ASSERT_ERROR(bp_plugin_check_copy_pointers(host, "xpu", 1, NULL, NULL, 8),
                  BP_ERR_INVALID_ARGUMENT, "xpu:1: copy of 8 bytes: the destination is NULL");
 }
 
@@ -241,29 +222,29 @@ static void test_copy_by_kind(void **state) {
     copy_result = BP_OK;
     for (int k = 0; k < 3; k++) {
         copied = NULL;
-        assert_int_equal(bp_plugin_copy_by_kind(&host, "ocl", 0, &fns, &stream, &a, &b, 4,
+        assert_int_equal(bp_plugin_copy_by_kind(host, "ocl", 0, &fns, &stream, &a, &b, 4,
                                                 kinds[k]),
                          BP_OK);
         assert_string_equal(copied, names[k]);
         assert_ptr_equal(copied_on, &stream);
     }
     copy_result = BP_ERR_BACKEND; /* the function's status is the copy's */
-    assert_int_equal(bp_plugin_copy_by_kind(&host, "ocl", 0, &fns, &stream, &a, &b, 4,
+    assert_int_equal(bp_plugin_copy_by_kind(host, "ocl", 0, &fns, &stream, &a, &b, 4,
                                             BP_COPY_DEVICE_TO_DEVICE),
                      BP_ERR_BACKEND);
     copied = NULL;
     /* Size 0 copies nothing and checks nothing. */
-    assert_int_equal(bp_plugin_copy_by_kind(&host, "ocl", 0, &fns, &stream, NULL, NULL, 0,
+    assert_int_equal(bp_plugin_copy_by_kind(host, "ocl", 0, &fns, &stream, NULL, NULL, 0,
                                             (bp_copy_kind)7),
                      BP_OK);
-    ASSERT_ERROR(bp_plugin_copy_by_kind(&host, "ocl", 0, &fns, &stream, &a, NULL, 4,
+    ASSERT_ERROR(bp_plugin_copy_by_kind(host, "ocl", 0, &fns, &stream, &a, NULL, 4,
                                         BP_COPY_HOST_TO_DEVICE),
                  BP_ERR_INVALID_ARGUMENT, "ocl:0: copy of 4 bytes: the source is NULL");
     /* Pointers are checked before the kind. */
-    ASSERT_ERROR(bp_plugin_copy_by_kind(&host, "ocl", 0, &fns, &stream, NULL, &b, 4,
+    ASSERT_ERROR(bp_plugin_copy_by_kind(host, "ocl", 0, &fns, &stream, NULL, &b, 4,
                                         (bp_copy_kind)7),
                  BP_ERR_INVALID_ARGUMENT, "ocl:0: copy of 4 bytes: the destination is NULL");
-    ASSERT_ERROR(bp_plugin_copy_by_kind(&host, "ocl", 0, &fns, &stream, &a, &b, 4,
+    ASSERT_ERROR(bp_plugin_copy_by_kind(host, "ocl", 0, &fns, &stream, &a, &b, 4,
                                         (bp_copy_kind)7),
                  BP_ERR_INVALID_ARGUMENT, "ocl:0: copy: unknown copy kind 7");
     assert_null(copied);
@@ -319,10 +300,10 @@ static void host_fn(void *arg) { (void)arg; }
 
 static void test_check_host_fn(void **state) {
     (void)state;
-    assert_int_equal(bp_plugin_check_host_fn(&host, "opencl", 0, host_fn), BP_OK);
-    ASSERT_ERROR(bp_plugin_check_host_fn(&host, "opencl", 0, NULL), BP_ERR_INVALID_ARGUMENT,
+    assert_int_equal(bp_plugin_check_host_fn(host, "opencl", 0, host_fn), BP_OK);
+    ASSERT_ERROR(bp_plugin_check_host_fn(host, "opencl", 0, NULL), BP_ERR_INVALID_ARGUMENT,
                  "opencl:0: enqueue_host: fn is NULL");
-    ASSERT_ERROR(bp_plugin_check_host_fn(&host, "cpu", -1, NULL), BP_ERR_INVALID_ARGUMENT,
+    ASSERT_ERROR(bp_plugin_check_host_fn(host, "cpu", -1, NULL), BP_ERR_INVALID_ARGUMENT,
                  "cpu: enqueue_host: fn is NULL");
 }
 
@@ -413,31 +394,31 @@ static void test_cat(void **state) {
 
 static void test_elapsed_recorded(void **state) {
     (void)state;
-    assert_int_equal(bp_plugin_elapsed_recorded(&host, "xpu", 0, true, true), BP_OK);
-    ASSERT_ERROR(bp_plugin_elapsed_recorded(&host, "xpu", 0, false, true),
+    assert_int_equal(bp_plugin_elapsed_recorded(host, "xpu", 0, true, true), BP_OK);
+    ASSERT_ERROR(bp_plugin_elapsed_recorded(host, "xpu", 0, false, true),
                  BP_ERR_INVALID_ARGUMENT, "xpu:0: elapsed_ms: the start event was never recorded");
-    ASSERT_ERROR(bp_plugin_elapsed_recorded(&host, "xpu", 0, true, false),
+    ASSERT_ERROR(bp_plugin_elapsed_recorded(host, "xpu", 0, true, false),
                  BP_ERR_INVALID_ARGUMENT, "xpu:0: elapsed_ms: the end event was never recorded");
-    ASSERT_ERROR(bp_plugin_elapsed_recorded(&host, "opencl", 1, false, false),
+    ASSERT_ERROR(bp_plugin_elapsed_recorded(host, "opencl", 1, false, false),
                  BP_ERR_INVALID_ARGUMENT,
                  "opencl:1: elapsed_ms: the start event was never recorded");
 }
 
 static void test_elapsed_completed(void **state) {
     (void)state;
-    assert_int_equal(bp_plugin_elapsed_completed(&host, "hpu", -1, BP_OK, BP_OK), BP_OK);
-    ASSERT_ERROR(bp_plugin_elapsed_completed(&host, "hpu", -1, BP_ERR_NOT_READY, BP_OK),
+    assert_int_equal(bp_plugin_elapsed_completed(host, "hpu", -1, BP_OK, BP_OK), BP_OK);
+    ASSERT_ERROR(bp_plugin_elapsed_completed(host, "hpu", -1, BP_ERR_NOT_READY, BP_OK),
                  BP_ERR_NOT_READY, "hpu: elapsed_ms: the start event has not completed");
-    ASSERT_ERROR(bp_plugin_elapsed_completed(&host, "hpu", -1, BP_OK, BP_ERR_NOT_READY),
+    ASSERT_ERROR(bp_plugin_elapsed_completed(host, "hpu", -1, BP_OK, BP_ERR_NOT_READY),
                  BP_ERR_NOT_READY, "hpu: elapsed_ms: the end event has not completed");
-    ASSERT_ERROR(bp_plugin_elapsed_completed(&host, "opencl", 0, BP_ERR_NOT_READY,
+    ASSERT_ERROR(bp_plugin_elapsed_completed(host, "opencl", 0, BP_ERR_NOT_READY,
                                              BP_ERR_NOT_READY),
                  BP_ERR_NOT_READY, "opencl:0: elapsed_ms: the start event has not completed");
     /* Other errors pass through with the message their query set. */
     last_error[0] = '\0';
-    assert_int_equal(bp_plugin_elapsed_completed(&host, "xpu", 0, BP_ERR_BACKEND, BP_OK),
+    assert_int_equal(bp_plugin_elapsed_completed(host, "xpu", 0, BP_ERR_BACKEND, BP_OK),
                      BP_ERR_BACKEND);
-    assert_int_equal(bp_plugin_elapsed_completed(&host, "xpu", 0, BP_OK, BP_ERR_BACKEND),
+    assert_int_equal(bp_plugin_elapsed_completed(host, "xpu", 0, BP_OK, BP_ERR_BACKEND),
                      BP_ERR_BACKEND);
     assert_string_equal(last_error, "");
 }
@@ -455,25 +436,25 @@ static void test_elapsed_ready(void **state) {
     (void)state;
     bp_status reached = BP_OK, pending = BP_ERR_NOT_READY, broken = BP_ERR_BACKEND;
     int queries = 0;
-    assert_int_equal(bp_plugin_elapsed_ready(&host, "ocl", 0, &reached, &reached, point_status,
+    assert_int_equal(bp_plugin_elapsed_ready(host, "ocl", 0, &reached, &reached, point_status,
                                              &queries),
                      BP_OK);
     assert_int_equal(queries, 2);
     queries = 0;
-    ASSERT_ERROR(bp_plugin_elapsed_ready(&host, "ocl", 0, NULL, &reached, point_status, &queries),
+    ASSERT_ERROR(bp_plugin_elapsed_ready(host, "ocl", 0, NULL, &reached, point_status, &queries),
                  BP_ERR_INVALID_ARGUMENT, "ocl:0: elapsed_ms: the start event was never recorded");
-    ASSERT_ERROR(bp_plugin_elapsed_ready(&host, "ocl", 0, &reached, NULL, point_status, &queries),
+    ASSERT_ERROR(bp_plugin_elapsed_ready(host, "ocl", 0, &reached, NULL, point_status, &queries),
                  BP_ERR_INVALID_ARGUMENT, "ocl:0: elapsed_ms: the end event was never recorded");
     assert_int_equal(queries, 0); /* nothing queried without both points */
-    ASSERT_ERROR(bp_plugin_elapsed_ready(&host, "ocl", 0, &pending, &reached, point_status,
+    ASSERT_ERROR(bp_plugin_elapsed_ready(host, "ocl", 0, &pending, &reached, point_status,
                                          &queries),
                  BP_ERR_NOT_READY, "ocl:0: elapsed_ms: the start event has not completed");
     assert_int_equal(queries, 1); /* end is not queried after start */
-    ASSERT_ERROR(bp_plugin_elapsed_ready(&host, "ocl", 0, &reached, &pending, point_status,
+    ASSERT_ERROR(bp_plugin_elapsed_ready(host, "ocl", 0, &reached, &pending, point_status,
                                          &queries),
                  BP_ERR_NOT_READY, "ocl:0: elapsed_ms: the end event has not completed");
     queries = 0;
-    ASSERT_ERROR(bp_plugin_elapsed_ready(&host, "ocl", 0, &broken, &reached, point_status,
+    ASSERT_ERROR(bp_plugin_elapsed_ready(host, "ocl", 0, &broken, &reached, point_status,
                                          &queries),
                  BP_ERR_BACKEND, "query failed"); /* the query's own error */
     assert_int_equal(queries, 1);
@@ -484,7 +465,7 @@ static void test_elapsed_ready(void **state) {
 static void test_header_as_cxx(void **state) {
     (void)state;
 #ifdef BP_TEST_PLUGIN_UTIL_CXX
-    assert_int_equal(plugin_util_cxx_check(&host), 0);
+    assert_int_equal(plugin_util_cxx_check(host), 0);
 #else
     print_message("skipped: no C++ compiler: the header was not compiled as C++17\n");
     skip();
