@@ -15,28 +15,7 @@
 #include <cmocka.h>
 
 #include "cpukit.h"
-
-/* ---- a host that records the last error ---- */
-
-static char last_error[512];
-
-static bp_status record_error(bp_status status, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(last_error, sizeof last_error, fmt, ap);
-    va_end(ap);
-    return status;
-}
-
-static void ignore_log(bp_log_level level, const char *source, const char *fmt, ...) {}
-
-static const bp_host_services host = {
-    .struct_size = sizeof(bp_host_services),
-    .abi_major = BP_PLUGIN_ABI_MAJOR,
-    .abi_minor = BP_PLUGIN_ABI_MINOR,
-    .set_error = record_error,
-    .log = ignore_log,
-};
+#include "recording_host.h"
 
 /* ---- call records ---- */
 
@@ -185,7 +164,7 @@ static void test_stream_on_unusable_cpus(void **state) {
     CPU_SET(cpu, &none_usable);
     cpukit_device dev;
     cpu_thread_setup workers = {.cpus = &none_usable};
-    cpukit_device_init(&dev, &host, "kit:0", "kit0", &workers, 1u << 20);
+    cpukit_device_init(&dev, &recording_host, "kit:0", "kit0", &workers, 1u << 20);
     void *stream = NULL;
     assert_int_equal(cpukit_stream_vtable.create(&dev, 0, &stream), BP_ERR_BACKEND);
     if (!strstr(last_error, "kit:0: cannot start a stream worker thread"))
@@ -197,7 +176,7 @@ static void test_stream_on_unusable_cpus(void **state) {
 /* A device's memory figures: free never above the total it was given. */
 static void test_mem_info_within_total(void **state) {
     cpukit_device dev;
-    cpukit_device_init(&dev, &host, "kit:0", "kit0", NULL, 4096);
+    cpukit_device_init(&dev, &recording_host, "kit:0", "kit0", NULL, 4096);
     uint64_t free_bytes = 0, total = 0;
     assert_int_equal(cpukit_device_mem_info(&dev, &free_bytes, &total), BP_OK);
     assert_int_equal(total, 4096);

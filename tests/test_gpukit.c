@@ -3,18 +3,36 @@
  * removal, clearing with each handle released once) and the host-function thread (jobs
  * run in push order, one at a time, and stop runs the jobs still queued). Job order is
  * checked through a log the jobs write, and "still queued" by a gate the test holds
- * shut, never by timing. */
+ * shut, never by timing. The kit's allocations go through wrappers (the test links with
+ * --wrap=calloc,--wrap=realloc) that fail on demand, for its out-of-memory paths. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
 #include "gpukit.h"
+#include "recording_host.h"
+
+/* ---- allocations that fail on demand ---- */
+
+static bool allocations_fail;
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t size);
+void *__wrap_calloc(size_t n, size_t size) {
+    return allocations_fail ? NULL : __real_calloc(n, size);
+}
+void *__wrap_realloc(void *p, size_t size) {
+    return allocations_fail ? NULL : __real_realloc(p, size);
+}
 
 /* ---- the allocation map ---- */
 
@@ -101,6 +119,65 @@ static void test_memmap_clear(void **state) {
     /* Cleared, the map takes ranges again (a device opened after a close). */
     assert_true(gpukit_memmap_add(&m, 0x1000, 1, &handles[3]));
     assert_true(gpukit_memmap_find(&m, 0x1000, 1, &r, &off));
+    gpukit_memmap_fini(&m);
+}
+
+/* alloc's insert and free's take: the entry, its handle back, and the messages of a
+ * table that cannot grow and of a free of no live allocation. */
+static void test_memmap_insert_and_take(void **state) {
+    (void)state;
+    gpukit_memmap m;
+    gpukit_memmap_init(&m);
+    last_error[0] = last_log[0] = '\0';
+    allocations_fail = true; /* the empty table's first growth */
+    assert_int_equal(gpukit_memmap_insert(&m, 0x1000, 0x10, &handles[0], &recording_host, "xpu",
+                                          3),
+                     BP_ERR_OUT_OF_MEMORY);
+    allocations_fail = false;
+    assert_string_equal(last_error, "xpu:3: out of host memory for the allocation table");
+    assert_int_equal(gpukit_memmap_used(&m), 0);
+    assert_int_equal(gpukit_memmap_insert(&m, 0x1000, 0x10, &handles[0], &recording_host, "xpu",
+                                          3),
+                     BP_OK);
+    void *handle = NULL;
+    assert_false(gpukit_memmap_take(&m, NULL, &recording_host, "xpu", 3, &handle));
+    assert_string_equal(last_log, ""); /* freeing NULL is no error */
+    assert_false(gpukit_memmap_take(&m, (void *)(uintptr_t)0x1008, &recording_host, "xpu", 3,
+                                    &handle));
+    char want[160];
+    snprintf(want, sizeof want,
+             "%d xpu: xpu:3: free of %p, which is not a live allocation of this device: ignored",
+             (int)BP_LOG_ERROR, (void *)(uintptr_t)0x1008);
+    assert_string_equal(last_log, want);
+    assert_null(handle);
+    assert_true(gpukit_memmap_take(&m, (void *)(uintptr_t)0x1000, &recording_host, "xpu", 3,
+                                   &handle));
+    assert_ptr_equal(handle, &handles[0]);
+    assert_int_equal(gpukit_memmap_used(&m), 0);
+    gpukit_memmap_fini(&m);
+}
+
+/* translate: the allocation and offset, or the error naming what was translated. */
+static void test_memmap_translate(void **state) {
+    (void)state;
+    gpukit_memmap m;
+    map_with_three(&m);
+    gpukit_range r;
+    uint64_t off = 0;
+    assert_int_equal(gpukit_memmap_translate(&m, (void *)(uintptr_t)0x1010, 0x10, &recording_host,
+                                             "opencl", 0, "copy to the device", &r, &off),
+                     BP_OK);
+    assert_ptr_equal(r.handle, &handles[0]);
+    assert_int_equal(off, 0x10);
+    assert_int_equal(gpukit_memmap_translate(&m, (void *)(uintptr_t)0x2008, 9, &recording_host,
+                                             "opencl", 0, "memset", &r, &off),
+                     BP_ERR_INVALID_ARGUMENT);
+    char want[160];
+    snprintf(want, sizeof want,
+             "opencl:0: memset: 9 bytes at device address %p are not inside one live "
+             "allocation of this device",
+             (void *)(uintptr_t)0x2008);
+    assert_string_equal(last_error, want);
     gpukit_memmap_fini(&m);
 }
 
@@ -206,14 +283,53 @@ static void test_host_thread_ensure(void **state) {
     assert_int_equal(order[0], 7);
 }
 
+static void host_fn(void *arg) {
+    *(int *)arg += 1;
+}
+
+/* A job for enqueue_host: fn checked, run, fn and arg set, the rest zeroed; or the
+ * error naming the device. */
+static void test_host_job_new(void **state) {
+    (void)state;
+    last_error[0] = '\0';
+    gpukit_host_job *j = NULL;
+    assert_int_equal(gpukit_host_job_new(&recording_host, "opencl", 1, NULL, NULL,
+                                         sizeof(test_job), run_test_job, &j),
+                     BP_ERR_INVALID_ARGUMENT);
+    assert_string_equal(last_error, "opencl:1: enqueue_host: fn is NULL");
+    assert_null(j);
+    allocations_fail = true;
+    assert_int_equal(gpukit_host_job_new(&recording_host, "opencl", 1, host_fn, NULL,
+                                         sizeof(test_job), run_test_job, &j),
+                     BP_ERR_OUT_OF_MEMORY);
+    allocations_fail = false;
+    assert_string_equal(last_error, "opencl:1: out of host memory for a host function");
+    assert_null(j);
+    int calls = 0;
+    assert_int_equal(gpukit_host_job_new(&recording_host, "opencl", 1, host_fn, &calls,
+                                         sizeof(test_job), run_test_job, &j),
+                     BP_OK);
+    assert_ptr_equal(j->run, run_test_job);
+    assert_null(j->next);
+    test_job *t = (test_job *)j;
+    assert_int_equal(t->id, 0);
+    assert_false(t->wait_gate);
+    j->fn(j->arg);
+    assert_int_equal(calls, 1);
+    free(j);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memmap_find),
         cmocka_unit_test(test_memmap_remove),
         cmocka_unit_test(test_memmap_clear),
         cmocka_unit_test(test_memmap_mem_info),
+        cmocka_unit_test(test_memmap_insert_and_take),
+        cmocka_unit_test(test_memmap_translate),
         cmocka_unit_test(test_host_thread_order_and_stop),
         cmocka_unit_test(test_host_thread_ensure),
+        cmocka_unit_test(test_host_job_new),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

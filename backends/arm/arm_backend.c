@@ -29,21 +29,18 @@ static const char *unavailable_reason(void *backend) {
 }
 
 static bp_status check_index(arm_backend *be, int index) {
-    if (index < 0 || index >= be->ndevices)
-        return be->host->set_error(BP_ERR_NOT_FOUND,
-                                   "arm: device index %d out of range (%d arm device%s)", index,
-                                   be->ndevices, be->ndevices == 1 ? "" : "s");
-    return BP_OK;
+    return bp_plugin_check_index(be->host, ARM_NAME, index, be->ndevices, "arm", NULL);
 }
 
 static bp_status device_get_props(void *backend, int index, bp_backend_device_props *props) {
     arm_backend *be = backend;
+    bp_backend_device_props p;
     bp_status st = check_index(be, index);
+    if (st == BP_OK)
+        st = bp_plugin_props_begin(be->host, ARM_NAME, props, &p);
     if (st != BP_OK)
         return st;
     const arm_device *dev = &be->devices[index];
-    bp_backend_device_props p;
-    memset(&p, 0, sizeof p);
     snprintf(p.description, sizeof p.description, "%s", dev->group.description);
     p.total_memory = dev->kit.total_memory;
     /* As the cpu backend: one memory space per device, priorities only recorded. */

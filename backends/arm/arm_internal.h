@@ -4,6 +4,7 @@
 #define BP_ARM_INTERNAL_H
 
 #include <backplane/plugin.h>
+#include <backplane/plugin_util.h>
 
 #include "arm_kernel.h"
 #include "arm_topology.h"

@@ -13,6 +13,7 @@
 #include "clc.h"
 
 #include <backplane/kernel_plan.h>
+#include <backplane/plugin_util.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,22 +42,6 @@ static clc_stream_device_fn stream_device;
 
 /* ---- helpers ---- */
 
-static int64_t numel(const bp_tensor_desc *t) {
-    int64_t n = 1;
-    for (int d = 0; d < t->ndim; d++)
-        n *= t->shape[d];
-    return n;
-}
-
-static size_t dtype_size(bp_dtype dt) {
-    static const size_t sizes[BP_DTYPE_COUNT] = {
-        [BP_DTYPE_F32] = 4, [BP_DTYPE_F16] = 2, [BP_DTYPE_BF16] = 2,
-        [BP_DTYPE_F64] = 8, [BP_DTYPE_I8] = 1,  [BP_DTYPE_U8] = 1,
-        [BP_DTYPE_I32] = 4, [BP_DTYPE_I64] = 8, [BP_DTYPE_BOOL] = 1,
-    };
-    return (unsigned)dt < BP_DTYPE_COUNT ? sizes[dt] : 0;
-}
-
 /* Sets arg->mem and arg->d.off from t's data pointer, and d to t's own shape and
  * strides. A tensor without elements has no memory to name: it gets `empty_mem` (any
  * valid buffer; kernels never read it) at offset 0. */
@@ -68,11 +53,11 @@ static bp_status tensor_arg(clc_device *dev, const bp_tensor_desc *t, void *empt
         arg->d.shape[d] = t->shape[d];
         arg->d.stride[d] = t->strides[d];
     }
-    if (numel(t) == 0) {
+    if (bp_plugin_numel(t) == 0) {
         arg->mem = empty_mem;
         return BP_OK;
     }
-    size_t esize = dtype_size(t->dtype), off = 0;
+    size_t esize = bp_plugin_dtype_size(t->dtype), off = 0;
     bp_status st = dev->ops->translate(dev, t->data, esize, &arg->mem, &off, what);
     if (st != BP_OK)
         return st;
@@ -145,10 +130,10 @@ static bp_status fill_buffer(void *s, clc_device *dev, const clc_targ *t, size_t
 /* out = in (one dtype), in broadcast to out's shape. */
 static bp_status move(void *s, clc_device *dev, const bp_tensor_desc *out,
                       const bp_tensor_desc *in, const char *what) {
-    int64_t n = numel(out);
+    int64_t n = bp_plugin_numel(out);
     if (n == 0)
         return BP_OK;
-    size_t es = dtype_size(out->dtype);
+    size_t es = bp_plugin_dtype_size(out->dtype);
     clc_targ t[2];
     bp_status st = tensor_arg(dev, out, NULL, &t[0], what);
     if (st == BP_OK)
@@ -175,14 +160,14 @@ static bp_status op_fill(const bp_kernel_call *call) {
     void *s = call->stream;
     clc_device *dev = stream_device(s);
     const bp_tensor_desc *out = call->outputs[0];
-    int64_t n = numel(out);
+    int64_t n = bp_plugin_numel(out);
     if (n == 0)
         return BP_OK;
     uint64_t bits;
     bp_status st = bp_host_fill_bits(dev->host, call, &bits);
     if (st != BP_OK)
         return st;
-    size_t es = dtype_size(out->dtype);
+    size_t es = bp_plugin_dtype_size(out->dtype);
     clc_targ t;
     st = tensor_arg(dev, out, NULL, &t, "fill");
     if (st != BP_OK)
@@ -205,7 +190,7 @@ static bp_status op_copy(const bp_kernel_call *call) {
     const bp_tensor_desc *out = call->outputs[0], *in = call->inputs[0];
     if (in->dtype == out->dtype)
         return move(s, dev, out, in, "copy");
-    int64_t n = numel(out);
+    int64_t n = bp_plugin_numel(out);
     if (n == 0)
         return BP_OK;
     clc_targ t[2];
@@ -225,26 +210,13 @@ static bp_status op_copy(const bp_kernel_call *call) {
     return launch_1d(s, dev, k, "copy", 6, args, n);
 }
 
+static bp_status cat_move(void *s, const bp_tensor_desc *part, const bp_tensor_desc *in) {
+    return move(s, stream_device(s), part, in, "cat");
+}
+
 /* Each input moves into its slice of the output along attrs->dim. */
 static bp_status op_cat(const bp_kernel_call *call) {
-    void *s = call->stream;
-    clc_device *dev = stream_device(s);
-    const bp_cat_attrs *a = call->attrs;
-    const bp_tensor_desc *out = call->outputs[0];
-    int dim = a ? a->dim : 0;
-    size_t es = dtype_size(out->dtype);
-    int64_t start = 0;
-    for (int i = 0; i < call->n_inputs; i++) {
-        const bp_tensor_desc *in = call->inputs[i];
-        if (numel(in) > 0) {
-            bp_tensor_desc part = bp_cat_slice(out, dim, start, in->shape[dim], es);
-            bp_status st = move(s, dev, &part, in, "cat");
-            if (st != BP_OK)
-                return st;
-        }
-        start += in->shape[dim];
-    }
-    return BP_OK;
+    return bp_plugin_cat(call, cat_move, call->stream);
 }
 
 /* ---- elementwise ---- */
@@ -256,7 +228,7 @@ static bp_status op_binary(const bp_kernel_call *call) {
     void *s = call->stream;
     clc_device *dev = stream_device(s);
     const bp_tensor_desc *out = call->outputs[0];
-    int64_t n = numel(out);
+    int64_t n = bp_plugin_numel(out);
     if (n == 0)
         return BP_OK;
     clc_targ t[3];
@@ -280,7 +252,7 @@ static bp_status op_unary(const bp_kernel_call *call) {
     void *s = call->stream;
     clc_device *dev = stream_device(s);
     const bp_tensor_desc *out = call->outputs[0];
-    int64_t n = numel(out);
+    int64_t n = bp_plugin_numel(out);
     if (n == 0)
         return BP_OK;
     int32_t op = (int32_t)(intptr_t)call->kernel_data;
@@ -310,7 +282,7 @@ static bp_status op_where(const bp_kernel_call *call) {
     void *s = call->stream;
     clc_device *dev = stream_device(s);
     const bp_tensor_desc *out = call->outputs[0];
-    int64_t n = numel(out);
+    int64_t n = bp_plugin_numel(out);
     if (n == 0)
         return BP_OK;
     clc_targ t[4];
@@ -321,7 +293,7 @@ static bp_status op_where(const bp_kernel_call *call) {
         return st;
     plan_elementwise(out, 3, call->inputs, t);
     void *k;
-    if ((st = get_kernel(dev, CLC_PROG_MOVE, (int)dtype_size(out->dtype), "k_where", &k)) !=
+    if ((st = get_kernel(dev, CLC_PROG_MOVE, (int)bp_plugin_dtype_size(out->dtype), "k_where", &k)) !=
         BP_OK)
         return st;
     int64_t nn = n;
@@ -371,7 +343,7 @@ static bp_status op_reduce(const bp_kernel_call *call) {
     void *s = call->stream;
     clc_device *dev = stream_device(s);
     const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     const bp_reduce_attrs *a = call->attrs;
     int dim = a && in->ndim ? a->dim : 0;
@@ -392,7 +364,7 @@ static bp_status op_softmax(const bp_kernel_call *call) {
     void *s = call->stream;
     clc_device *dev = stream_device(s);
     const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     const bp_softmax_attrs *a = call->attrs;
     rows r;
@@ -439,7 +411,7 @@ static bp_status op_norm(const bp_kernel_call *call) {
     void *s = call->stream;
     clc_device *dev = stream_device(s);
     const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     bool layer = (intptr_t)call->kernel_data != 0;
     const bp_norm_attrs *a = call->attrs;
@@ -474,7 +446,7 @@ static bp_status op_rope(const bp_kernel_call *call) {
     void *s = call->stream;
     clc_device *dev = stream_device(s);
     const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     const bp_rope_attrs *a = call->attrs;
     rows r;
@@ -526,7 +498,7 @@ static bp_status op_matmul(const bp_kernel_call *call) {
     const bp_tensor_desc *a = call->inputs[0], *b = call->inputs[1], *out = call->outputs[0];
     const bp_matmul_attrs *at = call->attrs;
     int ta = at ? at->trans_a : 0, tb = at ? at->trans_b : 0;
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     int nb = out->ndim - 2;
     clc_targ t[3];
@@ -564,7 +536,7 @@ static bp_status op_sdpa(const bp_kernel_call *call) {
     clc_device *dev = stream_device(s);
         const bp_tensor_desc *q = call->inputs[0], *kt = call->inputs[1], *v = call->inputs[2];
     const bp_tensor_desc *out = call->outputs[0];
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     const bp_sdpa_attrs *a = call->attrs;
     int64_t H = q->shape[1], Sq = q->shape[2], D = q->shape[3];

@@ -10,6 +10,7 @@
  * backend: its one device, its description and its memory figures.
  */
 #include <backplane/plugin.h>
+#include <backplane/plugin_util.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,22 +61,18 @@ static int cpu_device_count(void *backend) {
 }
 
 static bp_status check_index(cpu_backend *be, int index) {
-    if (index != 0)
-        return be->host->set_error(BP_ERR_NOT_FOUND,
-                                   "cpu: device index %d out of range (1 cpu device)", index);
-    return BP_OK;
+    return bp_plugin_check_index(be->host, "cpu", index, 1, "cpu", NULL);
 }
 
 static bp_status cpu_device_get_props(void *backend, int index, bp_backend_device_props *props) {
     cpu_backend *be = backend;
+    bp_backend_device_props p;
     bp_status st = check_index(be, index);
+    if (st == BP_OK)
+        st = bp_plugin_props_begin(be->host, "cpu", props, &p);
     if (st != BP_OK)
         return st;
-    if (!props)
-        return be->host->set_error(BP_ERR_INVALID_ARGUMENT, "cpu: get_props: props is NULL");
 
-    bp_backend_device_props p;
-    memset(&p, 0, sizeof p);
     memcpy(p.description, be->description, sizeof p.description);
     p.total_memory = be->device.total_memory;
     /* No PEER_COPY: there is one device. No PINNED_HOST: host memory already is the

@@ -29,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <backplane/plugin.h>
+#include <backplane/plugin_util.h>
 
 #include "cpu_queue.h"
 

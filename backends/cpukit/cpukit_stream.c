@@ -153,9 +153,9 @@ static void host_fn_task_run(void *payload) {
 
 static bp_status stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg) {
     cpukit_stream *s = stream;
-    if (!fn)
-        return s->device->host->set_error(BP_ERR_INVALID_ARGUMENT,
-                                          "%s: enqueue_host: fn is NULL", s->device->name);
+    bp_status st = bp_plugin_check_host_fn(s->device->host, s->device->name, -1, fn);
+    if (st != BP_OK)
+        return st;
     host_fn_task t = {fn, arg};
     return cpukit_submit(s, "a host function", host_fn_task_run, &t, sizeof t, NULL);
 }

@@ -80,15 +80,11 @@ static int device_count(void *backend) {
 
 static const char *device_unavailable_reason(void *backend) {
     cu_backend *be = backend;
-    return be->ndevices == 0 && be->reason[0] ? be->reason : NULL;
+    return bp_plugin_unavailable_reason(be->ndevices, be->reason);
 }
 
 static bp_status check_index(cu_backend *be, int index) {
-    if (index < 0 || index >= be->ndevices)
-        return be->host->set_error(BP_ERR_NOT_FOUND,
-                                   "cuda: device index %d out of range (%d CUDA device%s)", index,
-                                   be->ndevices, be->ndevices == 1 ? "" : "s");
-    return BP_OK;
+    return bp_plugin_check_index(be->host, CU_NAME, index, be->ndevices, "CUDA", NULL);
 }
 
 /* Kernels cover f32, f16 and bf16 math; every dtype can be stored, filled, copied and
@@ -100,14 +96,13 @@ static bp_status check_index(cu_backend *be, int index) {
 
 static bp_status device_get_props(void *backend, int index, bp_backend_device_props *props) {
     cu_backend *be = backend;
+    bp_backend_device_props p;
     bp_status st = check_index(be, index);
+    if (st == BP_OK)
+        st = bp_plugin_props_begin(be->host, CU_NAME, props, &p);
     if (st != BP_OK)
         return st;
-    if (!props)
-        return be->host->set_error(BP_ERR_INVALID_ARGUMENT, "cuda: get_props: props is NULL");
     const cu_device_info *info = &be->devices[index].info;
-    bp_backend_device_props p;
-    memset(&p, 0, sizeof p);
     snprintf(p.description, sizeof p.description, "%.96s (sm_%d%d, %d SMs)", info->name,
              info->cc_major, info->cc_minor, info->sm_count);
     p.total_memory = info->total_mem;

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <backplane/plugin.h>
+#include <backplane/plugin_util.h>
 
 #include "cu_api.h"
 

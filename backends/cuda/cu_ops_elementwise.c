@@ -78,26 +78,6 @@ static const cu_kernel_id convert_kernels[BP_DTYPE_COUNT] = {
 
 /* ---- helpers ---- */
 
-static int64_t numel(const bp_tensor_desc *t) {
-    int64_t n = 1;
-    for (int d = 0; d < t->ndim; d++)
-        n *= t->shape[d];
-    return n;
-}
-
-static size_t dtype_size(bp_dtype dt) {
-    switch (dt) {
-    case BP_DTYPE_F16:
-    case BP_DTYPE_BF16: return 2;
-    case BP_DTYPE_F64:
-    case BP_DTYPE_I64: return 8;
-    case BP_DTYPE_I8:
-    case BP_DTYPE_U8:
-    case BP_DTYPE_BOOL: return 1;
-    default: return 4;
-    }
-}
-
 /* Index of an element size in the BY_SIZE tables. */
 static int size_index(size_t size) {
     return size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3;
@@ -192,7 +172,7 @@ static unsigned row_cache_bytes(const cu_ew_rows *r, int cache) {
 static bp_status op_fill(const bp_kernel_call *call) {
     cu_stream *s = call->stream;
     const bp_tensor_desc *out = call->outputs[0];
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     if (!BP_HOST_HAS(cu_host, run_reference_kernel))
         return cu_host->set_error(BP_ERR_UNSUPPORTED,
@@ -205,7 +185,7 @@ static bp_status op_fill(const bp_kernel_call *call) {
         return st;
     bp_plan p;
     bp_plan_elementwise(&p, out, 0, NULL);
-    size_t es = dtype_size(out->dtype);
+    size_t es = bp_plugin_dtype_size(out->dtype);
     cu_ew_layout l;
     set_map_layout(&l, &p, es);
     void *o = out->data;
@@ -216,11 +196,11 @@ static bp_status op_fill(const bp_kernel_call *call) {
 /* out = in (one dtype), in broadcast to out's shape. */
 static bp_status move(cu_stream *s, const bp_tensor_desc *out, const bp_tensor_desc *in,
                       const char *what) {
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     bp_plan p;
     bp_plan_elementwise(&p, out, 1, &in);
-    size_t es = dtype_size(out->dtype);
+    size_t es = bp_plugin_dtype_size(out->dtype);
     cu_ew_layout l;
     set_map_layout(&l, &p, es);
     void *o = out->data, *i = in->data;
@@ -234,7 +214,7 @@ static bp_status op_copy(const bp_kernel_call *call) {
     const bp_tensor_desc *out = call->outputs[0], *in = call->inputs[0];
     if (in->dtype == out->dtype)
         return move(s, out, in, "copy");
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     bp_plan p;
     bp_plan_elementwise(&p, out, 1, &in);
@@ -246,32 +226,20 @@ static bp_status op_copy(const bp_kernel_call *call) {
     return launch_items(s, convert_kernels[out->dtype], l.numel, params, "copy");
 }
 
+static bp_status cat_move(void *s, const bp_tensor_desc *part, const bp_tensor_desc *in) {
+    return move(s, part, in, "cat");
+}
+
 /* Each input moves into its slice of the output along attrs->dim. */
 static bp_status op_cat(const bp_kernel_call *call) {
-    cu_stream *s = call->stream;
-    const bp_cat_attrs *a = call->attrs;
-    const bp_tensor_desc *out = call->outputs[0];
-    int dim = a ? a->dim : 0;
-    size_t es = dtype_size(out->dtype);
-    int64_t start = 0;
-    for (int k = 0; k < call->n_inputs; k++) {
-        const bp_tensor_desc *in = call->inputs[k];
-        if (numel(in) > 0) {
-            bp_tensor_desc part = bp_cat_slice(out, dim, start, in->shape[dim], es);
-            bp_status st = move(s, &part, in, "cat");
-            if (st != BP_OK)
-                return st;
-        }
-        start += in->shape[dim];
-    }
-    return BP_OK;
+    return bp_plugin_cat(call, cat_move, call->stream);
 }
 
 /* out = cond ? a : b: the kernel moves elements, so one per element size. */
 static bp_status op_where(const bp_kernel_call *call) {
     cu_stream *s = call->stream;
     const bp_tensor_desc *out = call->outputs[0];
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     bp_plan p;
     bp_plan_elementwise(&p, out, 3, call->inputs);
@@ -280,7 +248,7 @@ static bp_status op_where(const bp_kernel_call *call) {
     void *o = out->data, *c = call->inputs[0]->data, *x = call->inputs[1]->data,
          *y = call->inputs[2]->data;
     void *params[] = {&o, &c, &x, &y, &l};
-    return launch_items(s, where_kernels[size_index(dtype_size(out->dtype))], l.numel, params,
+    return launch_items(s, where_kernels[size_index(bp_plugin_dtype_size(out->dtype))], l.numel, params,
                         "where");
 }
 
@@ -289,11 +257,11 @@ static bp_status op_where(const bp_kernel_call *call) {
 static bp_status unary(const bp_kernel_call *call, int op, float param) {
     cu_stream *s = call->stream;
     const bp_tensor_desc *out = call->outputs[0];
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     bp_plan p;
     bp_plan_elementwise(&p, out, 1, call->inputs);
-    size_t es = dtype_size(call->dtype);
+    size_t es = bp_plugin_dtype_size(call->dtype);
     cu_ew_layout l;
     set_map_layout(&l, &p, es);
     void *o = out->data, *i = call->inputs[0]->data;
@@ -304,11 +272,11 @@ static bp_status unary(const bp_kernel_call *call, int op, float param) {
 static bp_status binary(const bp_kernel_call *call, int op) {
     cu_stream *s = call->stream;
     const bp_tensor_desc *out = call->outputs[0];
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     bp_plan p;
     bp_plan_elementwise(&p, out, 2, call->inputs);
-    size_t es = dtype_size(call->dtype);
+    size_t es = bp_plugin_dtype_size(call->dtype);
     cu_ew_layout l;
     set_map_layout(&l, &p, es);
     void *o = out->data, *a = call->inputs[0]->data, *b = call->inputs[1]->data;
@@ -343,7 +311,7 @@ static bp_status op_gelu(const bp_kernel_call *call) {
 static bp_status reduce(const bp_kernel_call *call, int op) {
     cu_stream *s = call->stream;
     const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     const bp_reduce_attrs *a = call->attrs;
     cu_ew_rows r;
@@ -369,7 +337,7 @@ static bp_status op_mean(const bp_kernel_call *call) { return reduce(call, CU_EW
 static bp_status op_softmax(const bp_kernel_call *call) {
     cu_stream *s = call->stream;
     const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     const bp_softmax_attrs *a = call->attrs;
     float scale = a ? a->scale : 1.0f;
@@ -401,7 +369,7 @@ static bp_status op_softmax(const bp_kernel_call *call) {
 static bp_status norm(const bp_kernel_call *call, int center) {
     cu_stream *s = call->stream;
     const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     const bp_norm_attrs *a = call->attrs;
     float eps = a ? a->eps : 0.0f;
@@ -424,7 +392,7 @@ static bp_status op_layernorm(const bp_kernel_call *call) { return norm(call, 1)
 static bp_status op_rope(const bp_kernel_call *call) {
     cu_stream *s = call->stream;
     const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
-    if (numel(out) == 0)
+    if (bp_plugin_numel(out) == 0)
         return BP_OK;
     const bp_rope_attrs *a = call->attrs;
     cu_ew_rows r;

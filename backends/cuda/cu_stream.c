@@ -16,10 +16,9 @@ static bp_status stream_create(void *device, int priority, void **out_stream) {
     bp_status st = cu_enter(dev);
     if (st != BP_OK)
         return st;
-    cu_stream *s = calloc(1, sizeof *s);
+    cu_stream *s = bp_plugin_calloc(cu_host, CU_NAME, dev->index, sizeof *s, "a stream");
     if (!s)
-        return cu_host->set_error(BP_ERR_OUT_OF_MEMORY, "cuda:%d: out of host memory for a stream",
-                                  dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     s->device = dev;
     CUresult r = dev->backend->api.cuStreamCreateWithPriority(&s->handle, CU_STREAM_NON_BLOCKING,
                                                               priority);
@@ -152,10 +151,9 @@ static bp_status event_create(void *device, int timing, void **out_event) {
     bp_status st = cu_enter(dev);
     if (st != BP_OK)
         return st;
-    cu_event *e = calloc(1, sizeof *e);
+    cu_event *e = bp_plugin_calloc(cu_host, CU_NAME, dev->index, sizeof *e, "an event");
     if (!e)
-        return cu_host->set_error(BP_ERR_OUT_OF_MEMORY, "cuda:%d: out of host memory for an event",
-                                  dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     e->device = dev;
     e->timing = timing != 0;
     CUresult r = dev->backend->api.cuEventCreate(&e->handle,

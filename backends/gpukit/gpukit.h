@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <backplane/plugin.h>
+#include <backplane/plugin_util.h>
 
 /* ---- the allocation map ---- */
 
@@ -46,6 +47,24 @@ bool gpukit_memmap_remove(gpukit_memmap *m, uint64_t addr, void **handle, uint64
  * its start, its handle and addr's offset in it. False when no live range holds it. */
 bool gpukit_memmap_find(gpukit_memmap *m, uint64_t addr, uint64_t size, gpukit_range *range,
                         uint64_t *offset);
+/* The allocation's entry at alloc: gpukit_memmap_add, or BP_ERR_OUT_OF_MEMORY set through
+ * host ("<type>:<index>: out of host memory for the allocation table") when the table
+ * cannot grow; the caller then releases the allocation. */
+bp_status gpukit_memmap_insert(gpukit_memmap *m, uint64_t addr, uint64_t size, void *handle,
+                               const bp_host_services *host, const char *type, int index);
+/* The lookup of mem_free: removes the allocation at ptr and gives its handle for the
+ * caller to release. False, with nothing removed, for a NULL ptr (nothing logged) or for
+ * one that starts no live allocation, which is logged through host as an error naming
+ * the device ("<type>:<index>: free of <ptr>, which is not a live allocation of this
+ * device: ignored"). */
+bool gpukit_memmap_take(gpukit_memmap *m, void *ptr, const bp_host_services *host,
+                        const char *type, int index, void **handle);
+/* A kernel's or copy's device pointer as its allocation: gpukit_memmap_find, or
+ * BP_ERR_INVALID_ARGUMENT set through host ("<type>:<index>: <what>: <size> bytes at
+ * device address <ptr> are not inside one live allocation of this device"). */
+bp_status gpukit_memmap_translate(gpukit_memmap *m, const void *ptr, size_t size,
+                                  const bp_host_services *host, const char *type, int index,
+                                  const char *what, gpukit_range *range, uint64_t *offset);
 /* Bytes of the live ranges. */
 uint64_t gpukit_memmap_used(gpukit_memmap *m);
 /* The device vtable's mem_info for a device of `total` bytes whose allocations m holds:
@@ -59,9 +78,20 @@ void gpukit_memmap_mem_info(gpukit_memmap *m, uint64_t total, uint64_t *out_free
 typedef struct gpukit_host_job {
     void (*run)(struct gpukit_host_job *job);
     struct gpukit_host_job *next;
+    void (*fn)(void *arg); /* the host function run calls, and its argument */
+    void *arg;
 } gpukit_host_job;
 
 typedef struct gpukit_host_thread gpukit_host_thread;
+
+/* The start of a stream's enqueue_host: checks fn (bp_plugin_check_host_fn) and
+ * allocates a zeroed job of `size` bytes (the backend's struct, which starts with a
+ * gpukit_host_job) holding run, fn and arg. BP_OK with *out set, else the error set through
+ * host naming the device "<type>:<index>": BP_ERR_INVALID_ARGUMENT for a NULL fn,
+ * BP_ERR_OUT_OF_MEMORY. The job is the caller's until pushed; free() frees it. */
+bp_status gpukit_host_job_new(const bp_host_services *host, const char *type, int index,
+                              void (*fn)(void *arg), void *arg, size_t size,
+                              void (*run)(gpukit_host_job *job), gpukit_host_job **out);
 
 /* Starts a thread that runs the jobs pushed to it one at a time, in order. 0, or the
  * errno of what failed (ENOMEM, or pthread_create's). */

@@ -66,6 +66,22 @@ bp_status gpukit_host_thread_ensure(gpukit_host_thread **t, const bp_host_servic
     return BP_OK;
 }
 
+bp_status gpukit_host_job_new(const bp_host_services *host, const char *type, int index,
+                              void (*fn)(void *arg), void *arg, size_t size,
+                              void (*run)(gpukit_host_job *job), gpukit_host_job **out) {
+    bp_status st = bp_plugin_check_host_fn(host, type, index, fn);
+    if (st != BP_OK)
+        return st;
+    gpukit_host_job *job = bp_plugin_calloc(host, type, index, size, "a host function");
+    if (!job)
+        return BP_ERR_OUT_OF_MEMORY;
+    job->run = run;
+    job->fn = fn;
+    job->arg = arg;
+    *out = job;
+    return BP_OK;
+}
+
 void gpukit_host_thread_push(gpukit_host_thread *t, gpukit_host_job *job) {
     job->next = NULL;
     pthread_mutex_lock(&t->lock);

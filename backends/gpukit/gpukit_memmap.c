@@ -100,6 +100,38 @@ bool gpukit_memmap_find(gpukit_memmap *m, uint64_t addr, uint64_t size, gpukit_r
     return ok;
 }
 
+bp_status gpukit_memmap_insert(gpukit_memmap *m, uint64_t addr, uint64_t size, void *handle,
+                               const bp_host_services *host, const char *type, int index) {
+    if (gpukit_memmap_add(m, addr, size, handle))
+        return BP_OK;
+    return bp_plugin_fail(host, BP_ERR_OUT_OF_MEMORY, type, index,
+                          "out of host memory for the allocation table");
+}
+
+bool gpukit_memmap_take(gpukit_memmap *m, void *ptr, const bp_host_services *host,
+                        const char *type, int index, void **handle) {
+    if (!ptr)
+        return false;
+    uint64_t size = 0;
+    if (gpukit_memmap_remove(m, (uint64_t)(uintptr_t)ptr, handle, &size))
+        return true;
+    host->log(BP_LOG_ERROR, type,
+              "%s:%d: free of %p, which is not a live allocation of this device: ignored", type,
+              index, ptr);
+    return false;
+}
+
+bp_status gpukit_memmap_translate(gpukit_memmap *m, const void *ptr, size_t size,
+                                  const bp_host_services *host, const char *type, int index,
+                                  const char *what, gpukit_range *range, uint64_t *offset) {
+    if (gpukit_memmap_find(m, (uint64_t)(uintptr_t)ptr, size, range, offset))
+        return BP_OK;
+    return bp_plugin_fail(host, BP_ERR_INVALID_ARGUMENT, type, index,
+                          "%s: %zu bytes at device address %p are not inside one live "
+                          "allocation of this device",
+                          what, size, ptr);
+}
+
 uint64_t gpukit_memmap_used(gpukit_memmap *m) {
     pthread_mutex_lock(&m->lock);
     uint64_t used = m->used;

@@ -75,23 +75,18 @@ static int device_count(void *backend) {
 }
 
 static bp_status check_index(hpu_backend *be, int index) {
-    if (index < 0 || index >= be->ndevices)
-        return be->host->set_error(BP_ERR_NOT_FOUND,
-                                   "hpu: device index %d out of range (%d hpu device%s; "
-                                   "BP_HPU_DEVICES sets the count)",
-                                   index, be->ndevices, be->ndevices == 1 ? "" : "s");
-    return BP_OK;
+    return bp_plugin_check_index(be->host, HPU_NAME, index, be->ndevices, "hpu",
+                                 "BP_HPU_DEVICES sets the count");
 }
 
 static bp_status device_get_props(void *backend, int index, bp_backend_device_props *props) {
     hpu_backend *be = backend;
+    bp_backend_device_props p;
     bp_status st = check_index(be, index);
+    if (st == BP_OK)
+        st = bp_plugin_props_begin(be->host, HPU_NAME, props, &p);
     if (st != BP_OK)
         return st;
-    if (!props)
-        return be->host->set_error(BP_ERR_INVALID_ARGUMENT, "hpu: get_props: props is NULL");
-    bp_backend_device_props p;
-    memset(&p, 0, sizeof p);
     snprintf(p.description, sizeof p.description, "%s", HPU_DESCRIPTION);
     p.total_memory = be->params.arena_bytes;
     p.capabilities =
@@ -151,19 +146,8 @@ static bp_status device_synchronize(void *device) {
 
 /* ---- the current device ---- */
 
-static _Thread_local int tls_current = -1;
-
 static bp_status guard_set_current(void *device) {
-    tls_current = ((hpu_device *)device)->index;
-    return BP_OK;
-}
-
-static bp_status guard_get_current(void *backend, int *out_index) {
-    (void)backend;
-    if (tls_current < 0 || !out_index)
-        return BP_ERR_NOT_FOUND;
-    *out_index = tls_current;
-    return BP_OK;
+    return bp_plugin_current_set(((hpu_device *)device)->index);
 }
 
 /* ---- init ---- */
@@ -171,7 +155,7 @@ static bp_status guard_get_current(void *backend, int *out_index) {
 static void free_backend(hpu_backend *be) {
     for (int i = 0; i < be->ndevices; i++) {
         pthread_mutex_destroy(&be->devices[i].lock);
-        pthread_mutex_destroy(&be->devices[i].streams_lock);
+        bp_plugin_list_fini(&be->devices[i].streams);
     }
     free(be->devices);
     free(be);
@@ -225,7 +209,7 @@ static bp_status hpu_init(const bp_host_services *host, void **out_backend) {
         dev->backend = be;
         dev->index = i;
         pthread_mutex_init(&dev->lock, NULL);
-        pthread_mutex_init(&dev->streams_lock, NULL);
+        bp_plugin_list_init(&dev->streams);
     }
     st = register_kernels(be);
     if (st != BP_OK) {
@@ -259,7 +243,7 @@ static const bp_device_vtable hpu_device_vtable = {
 static const bp_guard_vtable hpu_guard_vtable = {
     .struct_size = sizeof(bp_guard_vtable),
     .set_current = guard_set_current,
-    .get_current = guard_get_current,
+    .get_current = bp_plugin_current_get,
 };
 
 static const bp_plugin_descriptor hpu_descriptor = {

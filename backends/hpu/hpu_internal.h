@@ -10,6 +10,7 @@
 #define BP_HPU_INTERNAL_H
 
 #include <backplane/plugin.h>
+#include <backplane/plugin_util.h>
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,8 +35,7 @@ typedef struct hpu_device {
     hpu_arena *arena;           /* from open to close */
     pthread_mutex_t lock;       /* the model mutex (see above) */
     hpu_model model;
-    pthread_mutex_t streams_lock;
-    hpu_stream *streams;        /* live streams, for device synchronize */
+    bp_plugin_list streams;     /* live streams (their links), for device synchronize */
 } hpu_device;
 
 struct hpu_backend {
@@ -53,7 +53,7 @@ struct hpu_stream {
     int priority;
     double ready_us;            /* modelled: when the stream's work so far is done */
     hpu_graph *graph;           /* the region being captured on it, or NULL */
-    hpu_stream *next;           /* the device's list (streams_lock) */
+    bp_plugin_link link;        /* in the device's streams */
 };
 
 /* ---- hpu_stream.c ---- */

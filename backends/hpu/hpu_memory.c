@@ -12,9 +12,9 @@
 static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
     hpu_device *dev = device;
     const bp_host_services *host = dev->backend->host;
-    if (!out_ptr)
-        return host->set_error(BP_ERR_INVALID_ARGUMENT, "hpu:%d: alloc: out_ptr is NULL",
-                               dev->index);
+    bp_status checked = bp_plugin_check_out_ptr(host, HPU_NAME, dev->index, out_ptr);
+    if (checked != BP_OK)
+        return checked;
     void *p = hpu_arena_alloc(dev->arena, size);
     if (!p) {
         hpu_arena_stats st;
@@ -73,20 +73,17 @@ static bp_status mem_copy_async(void *stream, void *dst, const void *src, size_t
     hpu_stream *s = stream;
     hpu_device *dev = s->device;
     const bp_host_services *host = dev->backend->host;
-    if (kind != BP_COPY_HOST_TO_DEVICE && kind != BP_COPY_DEVICE_TO_HOST &&
-        kind != BP_COPY_DEVICE_TO_DEVICE)
-        return host->set_error(BP_ERR_INVALID_ARGUMENT, "hpu:%d: copy: unknown copy kind %d",
-                               dev->index, (int)kind);
-    if (size == 0)
-        return BP_OK;
-    if (!dst || !src)
-        return host->set_error(BP_ERR_INVALID_ARGUMENT, "hpu:%d: copy of %zu bytes: the %s is NULL",
-                               dev->index, size, dst ? "source" : "destination");
+    bp_status st = bp_plugin_check_copy_kind(host, HPU_NAME, dev->index, kind);
+    if (st != BP_OK || size == 0)
+        return st;
+    st = bp_plugin_check_copy_pointers(host, HPU_NAME, dev->index, dst, src, size);
+    if (st != BP_OK)
+        return st;
     hpu_work w = hpu_work_copy(&dev->backend->params, kind, size);
     dma_task t = {.dst = dst, .src = src, .size = size};
     pthread_mutex_lock(&dev->lock);
-    bp_status st = s->graph ? hpu_graph_add_copy(s->graph, dst, src, size, &w)
-                            : eager_dma(s, &w, "a copy", &t);
+    st = s->graph ? hpu_graph_add_copy(s->graph, dst, src, size, &w)
+                  : eager_dma(s, &w, "a copy", &t);
     pthread_mutex_unlock(&dev->lock);
     return st;
 }

@@ -42,10 +42,9 @@ bp_status hpu_submit_wait(hpu_stream *s, cpu_queue *queue, uint64_t ticket) {
 static bp_status stream_create(void *device, int priority, void **out_stream) {
     hpu_device *dev = device;
     hpu_backend *be = dev->backend;
-    hpu_stream *s = calloc(1, sizeof *s);
+    hpu_stream *s = bp_plugin_calloc(be->host, HPU_NAME, dev->index, sizeof *s, "a stream");
     if (!s)
-        return be->host->set_error(BP_ERR_OUT_OF_MEMORY, "hpu:%d: out of host memory for a stream",
-                                   dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     char name[16];
     snprintf(name, sizeof name, "bp-hpu%d-s%u", dev->index,
              atomic_fetch_add(&be->next_stream_id, 1u));
@@ -58,13 +57,10 @@ static bp_status stream_create(void *device, int priority, void **out_stream) {
     }
     s->device = dev;
     s->priority = priority;
-    pthread_mutex_lock(&dev->streams_lock);
     pthread_mutex_lock(&dev->lock);
     s->ready_us = dev->model.host_us;
     pthread_mutex_unlock(&dev->lock);
-    s->next = dev->streams;
-    dev->streams = s;
-    pthread_mutex_unlock(&dev->streams_lock);
+    bp_plugin_list_add(&dev->streams, &s->link);
     *out_stream = s;
     return BP_OK;
 }
@@ -72,13 +68,7 @@ static bp_status stream_create(void *device, int priority, void **out_stream) {
 static void stream_destroy(void *stream) {
     hpu_stream *s = stream;
     hpu_device *dev = s->device;
-    pthread_mutex_lock(&dev->streams_lock);
-    hpu_stream **link = &dev->streams;
-    while (*link && *link != s)
-        link = &(*link)->next;
-    if (*link)
-        *link = s->next;
-    pthread_mutex_unlock(&dev->streams_lock);
+    bp_plugin_list_remove(&dev->streams, &s->link);
     cpu_queue_destroy(s->queue);
     free(s);
 }
@@ -125,38 +115,39 @@ static void host_fn_task_fn(void *payload) {
 static bp_status stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg) {
     hpu_stream *s = stream;
     hpu_device *dev = s->device;
-    if (!fn)
-        return dev->backend->host->set_error(BP_ERR_INVALID_ARGUMENT,
-                                             "hpu:%d: enqueue_host: fn is NULL", dev->index);
+    bp_status st = bp_plugin_check_host_fn(dev->backend->host, HPU_NAME, dev->index, fn);
+    if (st != BP_OK)
+        return st;
     host_fn_task t = {fn, arg};
     pthread_mutex_lock(&dev->lock);
-    bp_status st = s->graph ? hpu_graph_add_host_fn(s->graph, fn, arg)
-                            : hpu_submit(s, "a host function", host_fn_task_fn, &t, sizeof t, NULL);
+    st = s->graph ? hpu_graph_add_host_fn(s->graph, fn, arg)
+                  : hpu_submit(s, "a host function", host_fn_task_fn, &t, sizeof t, NULL);
     pthread_mutex_unlock(&dev->lock);
     return st;
 }
 
 bp_status hpu_streams_synchronize(hpu_device *dev) {
     /* The list lock keeps streams alive during the waits; workers never take it. */
-    pthread_mutex_lock(&dev->streams_lock);
+    pthread_mutex_lock(&dev->streams.lock);
     pthread_mutex_lock(&dev->lock);
     bool capturing = false;
     double ts = dev->model.host_us;
-    for (hpu_stream *s = dev->streams; s; s = s->next) {
+    for (bp_plugin_link *k = dev->streams.head; k; k = k->next) {
+        const hpu_stream *s = BP_PLUGIN_CONTAINER_OF(k, hpu_stream, link);
         capturing = capturing || s->graph;
         if (s->ready_us > ts)
             ts = s->ready_us;
     }
     pthread_mutex_unlock(&dev->lock);
     if (capturing) {
-        pthread_mutex_unlock(&dev->streams_lock);
+        pthread_mutex_unlock(&dev->streams.lock);
         return dev->backend->host->set_error(
             BP_ERR_INVALID_STATE, "hpu:%d: device synchronize: a stream is capturing a region",
             dev->index);
     }
-    for (hpu_stream *s = dev->streams; s; s = s->next)
-        cpu_queue_synchronize(s->queue);
-    pthread_mutex_unlock(&dev->streams_lock);
+    for (bp_plugin_link *k = dev->streams.head; k; k = k->next)
+        cpu_queue_synchronize(BP_PLUGIN_CONTAINER_OF(k, hpu_stream, link)->queue);
+    pthread_mutex_unlock(&dev->streams.lock);
     pthread_mutex_lock(&dev->lock);
     hpu_model_host_waited(&dev->model, ts);
     pthread_mutex_unlock(&dev->lock);
@@ -214,10 +205,10 @@ static bool point_complete(const event_point *pt) {
 static bp_status event_create(void *device, int timing, void **out_event) {
     hpu_device *dev = device;
     (void)timing; /* every event can be timed: its time is the model's */
-    hpu_event *ev = calloc(1, sizeof *ev);
+    hpu_event *ev = bp_plugin_calloc(dev->backend->host, HPU_NAME, dev->index, sizeof *ev,
+                                     "an event");
     if (!ev)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "hpu:%d: out of host memory for an event", dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     ev->device = dev;
     pthread_mutex_init(&ev->lock, NULL);
     *out_event = ev;
@@ -324,12 +315,11 @@ static bp_status event_elapsed_ms(void *start, void *end, float *out_ms) {
     event_point pa, pb;
     point_get(start, &pa);
     point_get(end, &pb);
-    bp_status st = BP_OK;
-    if (!point_complete(&pa) || !point_complete(&pb))
-        st = a->device->backend->host->set_error(
-            BP_ERR_NOT_READY, "hpu: elapsed_ms: the %s event has not completed",
-            point_complete(&pa) ? "end" : "start");
-    else if (out_ms)
+    /* The simulator's events are one device's: the message names the backend alone. */
+    bp_status st = bp_plugin_elapsed_completed(a->device->backend->host, HPU_NAME, -1,
+                                               point_complete(&pa) ? BP_OK : BP_ERR_NOT_READY,
+                                               point_complete(&pb) ? BP_OK : BP_ERR_NOT_READY);
+    if (st == BP_OK && out_ms)
         *out_ms = (float)((pb.ts_us - pa.ts_us) / 1000.0);
     point_put(&pa);
     point_put(&pb);

@@ -160,27 +160,22 @@ static int device_count(void *backend) {
 
 static const char *device_unavailable_reason(void *backend) {
     ocl_backend *be = backend;
-    return be->ndevices == 0 && be->reason[0] ? be->reason : NULL;
+    return bp_plugin_unavailable_reason(be->ndevices, be->reason);
 }
 
 static bp_status check_index(ocl_backend *be, int index) {
-    if (index < 0 || index >= be->ndevices)
-        return be->host->set_error(BP_ERR_NOT_FOUND,
-                                   "opencl: device index %d out of range (%d OpenCL device%s)",
-                                   index, be->ndevices, be->ndevices == 1 ? "" : "s");
-    return BP_OK;
+    return bp_plugin_check_index(be->host, OCL_NAME, index, be->ndevices, "OpenCL", NULL);
 }
 
 static bp_status device_get_props(void *backend, int index, bp_backend_device_props *props) {
     ocl_backend *be = backend;
+    bp_backend_device_props p;
     bp_status st = check_index(be, index);
+    if (st == BP_OK)
+        st = bp_plugin_props_begin(be->host, OCL_NAME, props, &p);
     if (st != BP_OK)
         return st;
-    if (!props)
-        return be->host->set_error(BP_ERR_INVALID_ARGUMENT, "opencl: get_props: props is NULL");
     const ocl_device_info *info = &be->devices[index].info;
-    bp_backend_device_props p;
-    memset(&p, 0, sizeof p);
     /* The program mode shows in bp-info: "<platform>: <device> (BP_OPENCL_PROGRAM=spirv)". */
     snprintf(p.description, sizeof p.description, "%.100s%s", info->description,
              be->spirv ? " (BP_OPENCL_PROGRAM=spirv)" : "");
@@ -235,19 +230,8 @@ static bp_status device_synchronize(void *device) {
 
 /* ---- the current device: OpenCL has no per-thread state, so this is ours ---- */
 
-static _Thread_local int tls_current = -1;
-
 static bp_status guard_set_current(void *device) {
-    tls_current = ((ocl_device *)device)->index;
-    return BP_OK;
-}
-
-static bp_status guard_get_current(void *backend, int *out_index) {
-    (void)backend;
-    if (tls_current < 0 || !out_index)
-        return BP_ERR_NOT_FOUND;
-    *out_index = tls_current;
-    return BP_OK;
+    return bp_plugin_current_set(((ocl_device *)device)->index);
 }
 
 /* ---- init ---- */
@@ -257,7 +241,7 @@ static void free_backend(ocl_backend *be) {
         ocl_device *dev = &be->devices[i];
         gpukit_memmap_fini(&dev->mem.map);
         pthread_mutex_destroy(&dev->mem.addr_lock);
-        pthread_mutex_destroy(&dev->streams_lock);
+        bp_plugin_list_fini(&dev->streams);
         pthread_mutex_destroy(&dev->programs_lock);
     }
     free(be->devices);
@@ -291,7 +275,7 @@ static bp_status ocl_init(const bp_host_services *host, void **out_backend) {
         if (be->spirv)
             ocl_spirv_device_init(dev);
         ocl_memmap_init(&dev->mem);
-        pthread_mutex_init(&dev->streams_lock, NULL);
+        bp_plugin_list_init(&dev->streams);
         pthread_mutex_init(&dev->programs_lock, NULL);
     }
     if (be->ndevices > 0 && BP_HOST_HAS(host, register_kernel)) {
@@ -335,7 +319,7 @@ static const bp_device_vtable ocl_device_vtable = {
 static const bp_guard_vtable ocl_guard_vtable = {
     .struct_size = sizeof(bp_guard_vtable),
     .set_current = guard_set_current,
-    .get_current = guard_get_current,
+    .get_current = bp_plugin_current_get,
 };
 
 static const char *const ocl_aliases[] = {"ocl", NULL};

@@ -17,8 +17,6 @@
 typedef struct host_job {
     gpukit_host_job job; /* first: the thread's queue entry */
     ocl_stream *stream;
-    void (*fn)(void *arg);
-    void *arg;
     cl_event marker; /* the work before the launch */
     cl_event user;   /* completed after fn: the barrier after the launch waits on it */
 } host_job;
@@ -37,7 +35,7 @@ static void run_job(gpukit_host_job *j) {
     host_job *job = (host_job *)j;
     const ocl_api *api = &job->stream->device->backend->api;
     cl_int status = marker_status(api, job->marker);
-    job->fn(job->arg);
+    job->job.fn(job->job.arg);
     api->clSetUserEventStatus(job->user, status);
     api->clReleaseEvent(job->marker);
     api->clReleaseEvent(job->user);
@@ -48,18 +46,13 @@ bp_status ocl_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg
     ocl_stream *s = stream;
     ocl_device *dev = s->device;
     const ocl_api *api = &dev->backend->api;
-    if (!fn)
-        return dev->backend->host->set_error(BP_ERR_INVALID_ARGUMENT,
-                                             "opencl:%d: enqueue_host: fn is NULL", dev->index);
-    host_job *job = calloc(1, sizeof *job);
-    if (!job)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "opencl:%d: out of host memory for a host function",
-                                             dev->index);
-    job->job.run = run_job;
+    gpukit_host_job *j = NULL;
+    bp_status st = gpukit_host_job_new(dev->backend->host, OCL_NAME, dev->index, fn, arg,
+                                       sizeof(host_job), run_job, &j);
+    if (st != BP_OK)
+        return st;
+    host_job *job = (host_job *)j;
     job->stream = s;
-    job->fn = fn;
-    job->arg = arg;
     cl_int err = CL_SUCCESS;
     job->user = api->clCreateUserEvent(dev->context, &err);
     if (!job->user) {
@@ -68,7 +61,7 @@ bp_status ocl_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg
     }
     cl_event barrier = NULL;
     pthread_mutex_lock(&s->lock);
-    bp_status st = gpukit_host_thread_ensure(&s->host, dev->backend->host, OCL_NAME, dev->index);
+    st = gpukit_host_thread_ensure(&s->host, dev->backend->host, OCL_NAME, dev->index);
     const char *failed = NULL;
     if (st == BP_OK) {
         err = api->clEnqueueMarkerWithWaitList(s->queue, 0, NULL, &job->marker);

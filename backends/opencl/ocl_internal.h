@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <backplane/plugin.h>
+#include <backplane/plugin_util.h>
 
 #include "clc.h"
 #include "gpukit.h"
@@ -68,8 +69,7 @@ struct ocl_device {
     clc_device clc;            /* the kernels' view of the device (clc.h); its ops are
                                 * ocl_launch.c's */
     ocl_memmap mem;
-    pthread_mutex_t streams_lock;
-    ocl_stream *streams;       /* every live stream, for device synchronize */
+    bp_plugin_list streams;    /* every live stream (its link), for device synchronize */
     pthread_mutex_t programs_lock;
     ocl_program *programs;     /* built programs (ocl_program.c) */
     /* BP_OPENCL_PROGRAM=spirv (ocl_spirv.c): how programs are made from SPIR-V, or NULL
@@ -83,7 +83,7 @@ struct ocl_stream {
     cl_command_queue queue;
     pthread_mutex_t lock;      /* held across an enqueue and the update of `last` */
     cl_event last;             /* the latest command enqueued, or NULL */
-    ocl_stream *next;
+    bp_plugin_link link;       /* in the device's streams */
     gpukit_host_thread *host;  /* runs its host functions; made at the first (ocl_host_func.c) */
 };
 

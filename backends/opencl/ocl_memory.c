@@ -33,12 +33,10 @@ bp_status ocl_translate(ocl_device *dev, const void *ptr, size_t size, cl_mem *o
                         size_t *out_offset, const char *what) {
     gpukit_range range;
     uint64_t off = 0;
-    if (!gpukit_memmap_find(&dev->mem.map, (uint64_t)(uintptr_t)ptr, size, &range, &off))
-        return dev->backend->host->set_error(
-            BP_ERR_INVALID_ARGUMENT,
-            "opencl:%d: %s: %zu bytes at device address %p are not inside one live "
-            "allocation of this device",
-            dev->index, what, size, ptr);
+    bp_status st = gpukit_memmap_translate(&dev->mem.map, ptr, size, dev->backend->host,
+                                           OCL_NAME, dev->index, what, &range, &off);
+    if (st != BP_OK)
+        return st;
     *out_mem = (cl_mem)range.handle;
     *out_offset = (size_t)off;
     return BP_OK;
@@ -47,9 +45,9 @@ bp_status ocl_translate(ocl_device *dev, const void *ptr, size_t size, cl_mem *o
 static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
     ocl_device *dev = device;
     const bp_host_services *host = dev->backend->host;
-    if (!out_ptr)
-        return host->set_error(BP_ERR_INVALID_ARGUMENT, "opencl:%d: alloc: out_ptr is NULL",
-                               dev->index);
+    bp_status st = bp_plugin_check_out_ptr(host, OCL_NAME, dev->index, out_ptr);
+    if (st != BP_OK)
+        return st;
     *out_ptr = NULL;
     ocl_memmap *m = &dev->mem;
     size_t bytes = size ? size : 1;
@@ -80,15 +78,13 @@ static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
     uint64_t span = ((uint64_t)bytes + OCL_ADDR_ALIGN - 1) / OCL_ADDR_ALIGN * OCL_ADDR_ALIGN;
     pthread_mutex_lock(&m->addr_lock);
     uint64_t addr = m->next_addr;
-    bool added = gpukit_memmap_add(&m->map, addr, size, mem);
-    if (added)
+    st = gpukit_memmap_insert(&m->map, addr, size, mem, host, OCL_NAME, dev->index);
+    if (st == BP_OK)
         m->next_addr = addr + span + OCL_ADDR_ALIGN;
     pthread_mutex_unlock(&m->addr_lock);
-    if (!added) {
+    if (st != BP_OK) {
         dev->backend->api.clReleaseMemObject(mem);
-        return host->set_error(BP_ERR_OUT_OF_MEMORY,
-                               "opencl:%d: out of host memory for the allocation table",
-                               dev->index);
+        return st;
     }
     *out_ptr = (void *)(uintptr_t)addr;
     return BP_OK;
@@ -98,17 +94,9 @@ static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
  * buffer alive until the commands using it are done. */
 static void mem_free(void *device, void *ptr) {
     ocl_device *dev = device;
-    if (!ptr)
-        return;
     void *mem = NULL;
-    uint64_t size = 0;
-    if (gpukit_memmap_remove(&dev->mem.map, (uint64_t)(uintptr_t)ptr, &mem, &size))
+    if (gpukit_memmap_take(&dev->mem.map, ptr, dev->backend->host, OCL_NAME, dev->index, &mem))
         dev->backend->api.clReleaseMemObject((cl_mem)mem);
-    else
-        dev->backend->host->log(BP_LOG_ERROR, OCL_NAME,
-                                "opencl:%d: free of %p, which is not a live allocation of this "
-                                "device: ignored",
-                                dev->index, ptr);
 }
 
 /* ---- copies ---- */
@@ -121,7 +109,8 @@ static void CL_CALLBACK free_staging(cl_event ev, cl_int status, void *user) {
 
 /* Host to device: the caller may reuse its memory as soon as we return, so the bytes
  * go through a staging copy that the write's completion frees. */
-static bp_status copy_h2d(ocl_stream *s, void *dst, const void *src, size_t size) {
+static bp_status copy_h2d(void *stream, void *dst, const void *src, size_t size) {
+    ocl_stream *s = stream;
     ocl_device *dev = s->device;
     const ocl_api *api = &dev->backend->api;
     cl_mem mem;
@@ -156,7 +145,8 @@ static bp_status copy_h2d(ocl_stream *s, void *dst, const void *src, size_t size
 }
 
 /* Device to host: the host synchronizes the stream before it reads. */
-static bp_status copy_d2h(ocl_stream *s, void *dst, const void *src, size_t size) {
+static bp_status copy_d2h(void *stream, void *dst, const void *src, size_t size) {
+    ocl_stream *s = stream;
     ocl_device *dev = s->device;
     cl_mem mem;
     size_t off;
@@ -176,7 +166,8 @@ static bp_status copy_d2h(ocl_stream *s, void *dst, const void *src, size_t size
 /* Device to device. clEnqueueCopyBuffer refuses overlapping ranges of one buffer;
  * those go through a temporary buffer (released at once: OpenCL keeps it until the
  * two copies are done). */
-static bp_status copy_d2d(ocl_stream *s, void *dst, const void *src, size_t size) {
+static bp_status copy_d2d(void *stream, void *dst, const void *src, size_t size) {
+    ocl_stream *s = stream;
     ocl_device *dev = s->device;
     const ocl_api *api = &dev->backend->api;
     cl_mem dmem, smem;
@@ -216,25 +207,13 @@ static bp_status copy_d2d(ocl_stream *s, void *dst, const void *src, size_t size
     return err == CL_SUCCESS ? BP_OK : ocl_fail(dev, err, "clEnqueueCopyBuffer");
 }
 
+static const bp_plugin_copy_fns copies = {copy_h2d, copy_d2h, copy_d2d};
+
 static bp_status mem_copy_async(void *stream, void *dst, const void *src, size_t size,
                                 bp_copy_kind kind) {
-    ocl_stream *s = stream;
-    ocl_device *dev = s->device;
-    const bp_host_services *host = dev->backend->host;
-    if (size == 0)
-        return BP_OK;
-    if (!dst || !src)
-        return host->set_error(BP_ERR_INVALID_ARGUMENT,
-                               "opencl:%d: copy of %zu bytes: the %s is NULL", dev->index, size,
-                               dst ? "source" : "destination");
-    switch (kind) {
-    case BP_COPY_HOST_TO_DEVICE: return copy_h2d(s, dst, src, size);
-    case BP_COPY_DEVICE_TO_HOST: return copy_d2h(s, dst, src, size);
-    case BP_COPY_DEVICE_TO_DEVICE: return copy_d2d(s, dst, src, size);
-    default:
-        return host->set_error(BP_ERR_INVALID_ARGUMENT, "opencl:%d: copy: unknown copy kind %d",
-                               dev->index, (int)kind);
-    }
+    ocl_device *dev = ((ocl_stream *)stream)->device;
+    return bp_plugin_copy_by_kind(dev->backend->host, OCL_NAME, dev->index, &copies, stream, dst, src,
+                                  size, kind);
 }
 
 static bp_status mem_memset_async(void *stream, void *ptr, int value, size_t size) {

@@ -29,11 +29,10 @@ void ocl_stream_push_locked(ocl_stream *s, cl_event ev) {
 static bp_status stream_create(void *device, int priority, void **out_stream) {
     ocl_device *dev = device;
     (void)priority; /* one priority: the host clamps to 0..0 */
-    ocl_stream *s = calloc(1, sizeof *s);
+    ocl_stream *s = bp_plugin_calloc(dev->backend->host, OCL_NAME, dev->index, sizeof *s,
+                                     "a stream");
     if (!s)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "opencl:%d: out of host memory for a stream",
-                                             dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     cl_int err = CL_SUCCESS;
     cl_command_queue_properties props = dev->info.profiling ? CL_QUEUE_PROFILING_ENABLE : 0;
     s->queue = dev->backend->api.clCreateCommandQueue(dev->context, dev->info.id, props, &err);
@@ -43,10 +42,7 @@ static bp_status stream_create(void *device, int priority, void **out_stream) {
     }
     s->device = dev;
     pthread_mutex_init(&s->lock, NULL);
-    pthread_mutex_lock(&dev->streams_lock);
-    s->next = dev->streams;
-    dev->streams = s;
-    pthread_mutex_unlock(&dev->streams_lock);
+    bp_plugin_list_add(&dev->streams, &s->link);
     *out_stream = s;
     return BP_OK;
 }
@@ -56,13 +52,7 @@ static void stream_destroy(void *stream) {
     ocl_stream *s = stream;
     ocl_device *dev = s->device;
     const ocl_api *api = &dev->backend->api;
-    pthread_mutex_lock(&dev->streams_lock);
-    ocl_stream **link = &dev->streams;
-    while (*link && *link != s)
-        link = &(*link)->next;
-    if (*link)
-        *link = s->next;
-    pthread_mutex_unlock(&dev->streams_lock);
+    bp_plugin_list_remove(&dev->streams, &s->link);
     api->clFinish(s->queue);
     ocl_host_thread_stop(s);
     if (s->last)
@@ -110,13 +100,13 @@ bp_status ocl_device_synchronize(ocl_device *dev) {
     const ocl_api *api = &dev->backend->api;
     cl_int err = CL_SUCCESS;
     /* The list lock keeps the streams alive while we wait. */
-    pthread_mutex_lock(&dev->streams_lock);
-    for (ocl_stream *s = dev->streams; s; s = s->next) {
-        cl_int e = api->clFinish(s->queue);
+    pthread_mutex_lock(&dev->streams.lock);
+    for (bp_plugin_link *k = dev->streams.head; k; k = k->next) {
+        cl_int e = api->clFinish(BP_PLUGIN_CONTAINER_OF(k, ocl_stream, link)->queue);
         if (e != CL_SUCCESS && err == CL_SUCCESS)
             err = e;
     }
-    pthread_mutex_unlock(&dev->streams_lock);
+    pthread_mutex_unlock(&dev->streams.lock);
     return err == CL_SUCCESS ? BP_OK : ocl_fail(dev, err, "device synchronize (clFinish)");
 }
 
@@ -124,11 +114,10 @@ bp_status ocl_device_synchronize(ocl_device *dev) {
 
 static bp_status event_create(void *device, int timing, void **out_event) {
     ocl_device *dev = device;
-    ocl_event *ev = calloc(1, sizeof *ev);
+    ocl_event *ev = bp_plugin_calloc(dev->backend->host, OCL_NAME, dev->index, sizeof *ev,
+                                     "an event");
     if (!ev)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "opencl:%d: out of host memory for an event",
-                                             dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     ev->device = dev;
     ev->timing = timing;
     pthread_mutex_init(&ev->lock, NULL);
@@ -268,29 +257,20 @@ static bp_status stream_wait_event(void *stream, void *event) {
                : ocl_fail(s->device, err, "stream wait (clEnqueueBarrierWithWaitList)");
 }
 
+/* elapsed_ms's query of a marker (bp_plugin_elapsed_ready). */
+static bp_status marker_status(void *dev, void *marker) {
+    return event_status(dev, marker);
+}
+
 static bp_status event_elapsed_ms(void *start, void *end, float *out_ms) {
     ocl_event *a = start, *b = end;
     ocl_device *dev = a->device;
     const ocl_api *api = &dev->backend->api;
+    const bp_host_services *host = dev->backend->host;
     cl_event ma = event_marker(a), mb = event_marker(b);
-    bp_status st = BP_OK;
     cl_ulong ta = 0, tb = 0;
-    if (!ma || !mb) {
-        st = dev->backend->host->set_error(BP_ERR_INVALID_ARGUMENT,
-                                           "opencl:%d: elapsed_ms: the %s event was never "
-                                           "recorded",
-                                           dev->index, ma ? "end" : "start");
-    } else {
-        bp_status sa = event_status(dev, ma);
-        bp_status sb = sa == BP_OK ? event_status(dev, mb) : BP_OK;
-        if (sa == BP_ERR_NOT_READY || sb == BP_ERR_NOT_READY)
-            st = dev->backend->host->set_error(BP_ERR_NOT_READY,
-                                               "opencl:%d: elapsed_ms: the %s event has not "
-                                               "completed",
-                                               dev->index, sa == BP_OK ? "end" : "start");
-        else if (sa != BP_OK || sb != BP_OK)
-            st = sa != BP_OK ? sa : sb;
-    }
+    bp_status st =
+        bp_plugin_elapsed_ready(host, OCL_NAME, dev->index, ma, mb, marker_status, dev);
     if (st == BP_OK) {
         cl_int err = api->clGetEventProfilingInfo(ma, CL_PROFILING_COMMAND_END, sizeof ta, &ta,
                                                   NULL);

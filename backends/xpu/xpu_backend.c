@@ -283,27 +283,22 @@ static int device_count(void *backend) {
 
 static const char *device_unavailable_reason(void *backend) {
     xpu_backend *be = backend;
-    return be->ndevices == 0 && be->reason[0] ? be->reason : NULL;
+    return bp_plugin_unavailable_reason(be->ndevices, be->reason);
 }
 
 static bp_status check_index(xpu_backend *be, int index) {
-    if (index < 0 || index >= be->ndevices)
-        return be->host->set_error(BP_ERR_NOT_FOUND,
-                                   "xpu: device index %d out of range (%d Level Zero device%s)",
-                                   index, be->ndevices, be->ndevices == 1 ? "" : "s");
-    return BP_OK;
+    return bp_plugin_check_index(be->host, XPU_NAME, index, be->ndevices, "Level Zero", NULL);
 }
 
 static bp_status device_get_props(void *backend, int index, bp_backend_device_props *props) {
     xpu_backend *be = backend;
+    bp_backend_device_props p;
     bp_status st = check_index(be, index);
+    if (st == BP_OK)
+        st = bp_plugin_props_begin(be->host, XPU_NAME, props, &p);
     if (st != BP_OK)
         return st;
-    if (!props)
-        return be->host->set_error(BP_ERR_INVALID_ARGUMENT, "xpu: get_props: props is NULL");
     const xpu_device_info *info = &be->devices[index].info;
-    bp_backend_device_props p;
-    memset(&p, 0, sizeof p);
     snprintf(p.description, sizeof p.description, "%s", info->description);
     p.total_memory = info->total_mem;
     p.capabilities = BP_CAP_ASYNC_STREAMS | BP_CAP_PINNED_HOST |
@@ -346,19 +341,8 @@ static bp_status device_synchronize(void *device) {
 
 /* ---- the current device: Level Zero has no per-thread state, so this is ours ---- */
 
-static _Thread_local int tls_current = -1;
-
 static bp_status guard_set_current(void *device) {
-    tls_current = ((xpu_device *)device)->index;
-    return BP_OK;
-}
-
-static bp_status guard_get_current(void *backend, int *out_index) {
-    (void)backend;
-    if (tls_current < 0 || !out_index)
-        return BP_ERR_NOT_FOUND;
-    *out_index = tls_current;
-    return BP_OK;
+    return bp_plugin_current_set(((xpu_device *)device)->index);
 }
 
 /* ---- init ---- */
@@ -368,7 +352,7 @@ static void free_backend(xpu_backend *be) {
     for (int i = 0; i < be->ndevices; i++) {
         xpu_device *dev = &be->devices[i];
         gpukit_memmap_fini(&dev->mem);
-        pthread_mutex_destroy(&dev->streams_lock);
+        bp_plugin_list_fini(&dev->streams);
         pthread_mutex_destroy(&dev->modules_lock);
     }
     for (int d = 0; d < be->ndrivers; d++) {
@@ -402,7 +386,7 @@ static bp_status xpu_init(const bp_host_services *host, void **out_backend) {
                                 .max_wg = dev->info.max_wg,
                                 .local_mem = dev->info.local_mem};
         gpukit_memmap_init(&dev->mem);
-        pthread_mutex_init(&dev->streams_lock, NULL);
+        bp_plugin_list_init(&dev->streams);
         pthread_mutex_init(&dev->modules_lock, NULL);
     }
     if (be->ndevices > 0 && BP_HOST_HAS(host, register_kernel)) {
@@ -443,7 +427,7 @@ static const bp_device_vtable xpu_device_vtable = {
 static const bp_guard_vtable xpu_guard_vtable = {
     .struct_size = sizeof(bp_guard_vtable),
     .set_current = guard_set_current,
-    .get_current = guard_get_current,
+    .get_current = bp_plugin_current_get,
 };
 
 static const char *const xpu_aliases[] = {"ze", "level_zero", NULL};

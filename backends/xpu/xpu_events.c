@@ -59,11 +59,10 @@ void xpu_events_destroy(xpu_driver *drv) {
 static bp_status grow_locked(xpu_device *dev) {
     xpu_driver *drv = dev->driver;
     const xpu_api *api = &drv->backend->api;
-    xpu_event_block *b = calloc(1, sizeof *b);
+    xpu_event_block *b = bp_plugin_calloc(drv->backend->host, XPU_NAME, dev->index, sizeof *b,
+                                          "an event pool");
     if (!b)
-        return drv->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "xpu:%d: out of host memory for an event pool",
-                                             dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     ze_event_pool_desc_t pdesc = {.stype = ZE_STRUCTURE_TYPE_EVENT_POOL_DESC,
                                   .flags = ZE_EVENT_POOL_FLAG_HOST_VISIBLE,
                                   .count = XPU_POOL_EVENTS};

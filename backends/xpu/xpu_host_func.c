@@ -16,8 +16,6 @@
 typedef struct host_job {
     gpukit_host_job job; /* first: the thread's queue entry */
     xpu_stream *stream;
-    void (*fn)(void *arg);
-    void *arg;
     xpu_zevent *before; /* the stream's newest command at the launch, or NULL */
     xpu_zevent *done;   /* signalled from the host after fn */
 } host_job;
@@ -35,7 +33,7 @@ static void run_job(gpukit_host_job *j) {
                                     "failed with %s; running it anyway",
                                     dev->index, xpu_result_name(r));
     }
-    job->fn(job->arg);
+    job->job.fn(job->job.arg);
     ze_result_t r = api->zeEventHostSignal(job->done->event);
     if (r != ZE_RESULT_SUCCESS)
         dev->backend->host->log(BP_LOG_ERROR, XPU_NAME,
@@ -49,20 +47,15 @@ static void run_job(gpukit_host_job *j) {
 bp_status xpu_stream_enqueue_host(void *stream, void (*fn)(void *arg), void *arg) {
     xpu_stream *s = stream;
     xpu_device *dev = s->device;
-    if (!fn)
-        return dev->backend->host->set_error(BP_ERR_INVALID_ARGUMENT,
-                                             "xpu:%d: enqueue_host: fn is NULL", dev->index);
-    host_job *job = calloc(1, sizeof *job);
-    if (!job)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "xpu:%d: out of host memory for a host function",
-                                             dev->index);
-    job->job.run = run_job;
+    gpukit_host_job *j = NULL;
+    bp_status st = gpukit_host_job_new(dev->backend->host, XPU_NAME, dev->index, fn, arg,
+                                       sizeof(host_job), run_job, &j);
+    if (st != BP_OK)
+        return st;
+    host_job *job = (host_job *)j;
     job->stream = s;
-    job->fn = fn;
-    job->arg = arg;
     xpu_enqueue e;
-    bp_status st = xpu_enqueue_begin(s, NULL, &e);
+    st = xpu_enqueue_begin(s, NULL, &e);
     if (st == BP_OK) {
         st = gpukit_host_thread_ensure(&s->host, dev->backend->host, XPU_NAME, dev->index);
         if (st != BP_OK)

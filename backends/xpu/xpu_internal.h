@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <backplane/plugin.h>
+#include <backplane/plugin_util.h>
 
 #include "clc.h"
 #include "gpukit.h"
@@ -94,8 +95,7 @@ struct xpu_device {
     gpukit_memmap mem;          /* the live allocations (gpukit.h): a device pointer the
                                  * host computed (base + offset) translates back to its
                                  * allocation for the kernels' checks and mem_info */
-    pthread_mutex_t streams_lock;
-    xpu_stream *streams;        /* every live stream, for device synchronize */
+    bp_plugin_list streams;     /* every live stream (its link), for device synchronize */
     pthread_mutex_t modules_lock;
     xpu_module *modules;        /* built modules (xpu_module.c) */
     bool native_refused;        /* the driver refused a native binary: SPIR-V from then on
@@ -116,7 +116,7 @@ struct xpu_stream {
     pthread_mutex_t lock;       /* held across an append and the update of cmds */
     xpu_cmd *cmds;              /* in enqueue order; the last is the stream's newest */
     size_t n, cap;
-    xpu_stream *next;
+    bp_plugin_link link;        /* in the device's streams */
     gpukit_host_thread *host;   /* runs its host functions; made at the first */
 };
 

@@ -35,12 +35,10 @@ bp_status xpu_translate(xpu_device *dev, const void *ptr, size_t size, void **ou
                         size_t *out_offset, const char *what) {
     gpukit_range range;
     uint64_t offset = 0;
-    if (!gpukit_memmap_find(&dev->mem, (uint64_t)(uintptr_t)ptr, size, &range, &offset))
-        return dev->backend->host->set_error(
-            BP_ERR_INVALID_ARGUMENT,
-            "xpu:%d: %s: %zu bytes at device address %p are not inside one live allocation "
-            "of this device",
-            dev->index, what, size, ptr);
+    bp_status st = gpukit_memmap_translate(&dev->mem, ptr, size, dev->backend->host, XPU_NAME,
+                                           dev->index, what, &range, &offset);
+    if (st != BP_OK)
+        return st;
     *out_base = (void *)(uintptr_t)range.addr;
     *out_offset = (size_t)offset;
     return BP_OK;
@@ -57,9 +55,9 @@ static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
     xpu_device *dev = device;
     const xpu_api *api = &dev->backend->api;
     const bp_host_services *host = dev->backend->host;
-    if (!out_ptr)
-        return host->set_error(BP_ERR_INVALID_ARGUMENT, "xpu:%d: alloc: out_ptr is NULL",
-                               dev->index);
+    bp_status st = bp_plugin_check_out_ptr(host, XPU_NAME, dev->index, out_ptr);
+    if (st != BP_OK)
+        return st;
     *out_ptr = NULL;
     size_t bytes = size ? size : 1;
     if ((uint64_t)bytes > dev->info.max_alloc)
@@ -77,11 +75,11 @@ static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
         return out_of_memory(dev, size, r);
     if (r != ZE_RESULT_SUCCESS)
         return xpu_fail(dev, r, "zeMemAllocDevice");
-    if (!gpukit_memmap_add(&dev->mem, (uint64_t)(uintptr_t)ptr, size, ptr)) {
+    st = gpukit_memmap_insert(&dev->mem, (uint64_t)(uintptr_t)ptr, size, ptr, host, XPU_NAME,
+                              dev->index);
+    if (st != BP_OK) {
         api->zeMemFree(dev->driver->context, ptr);
-        return host->set_error(BP_ERR_OUT_OF_MEMORY,
-                               "xpu:%d: out of host memory for the allocation table",
-                               dev->index);
+        return st;
     }
     *out_ptr = ptr;
     return BP_OK;
@@ -90,18 +88,9 @@ static bp_status mem_alloc(void *device, size_t size, void **out_ptr) {
 /* The host frees only memory no pending work uses. */
 static void mem_free(void *device, void *ptr) {
     xpu_device *dev = device;
-    if (!ptr)
-        return;
     void *handle = NULL;
-    uint64_t size = 0;
-    bool found = gpukit_memmap_remove(&dev->mem, (uint64_t)(uintptr_t)ptr, &handle, &size);
-    if (!found) {
-        dev->backend->host->log(BP_LOG_ERROR, XPU_NAME,
-                                "xpu:%d: free of %p, which is not a live allocation of this "
-                                "device: ignored",
-                                dev->index, ptr);
+    if (!gpukit_memmap_take(&dev->mem, ptr, dev->backend->host, XPU_NAME, dev->index, &handle))
         return;
-    }
     ze_result_t r = dev->backend->api.zeMemFree(dev->driver->context, ptr);
     if (r != ZE_RESULT_SUCCESS)
         dev->backend->host->log(BP_LOG_ERROR, XPU_NAME, "xpu:%d: zeMemFree(%p) failed: %s",
@@ -159,7 +148,8 @@ bp_status xpu_append_copy(xpu_stream *s, void *dst, const void *src, size_t size
     return xpu_enqueue_end(&e, r, what, NULL, staging);
 }
 
-static bp_status copy_h2d(xpu_stream *s, void *dst, const void *src, size_t size) {
+static bp_status copy_h2d(void *stream, void *dst, const void *src, size_t size) {
+    xpu_stream *s = stream;
     xpu_device *dev = s->device;
     void *base;
     size_t off;
@@ -178,7 +168,8 @@ static bp_status copy_h2d(xpu_stream *s, void *dst, const void *src, size_t size
                        "copy to the device (zeCommandListAppendMemoryCopy)");
 }
 
-static bp_status copy_d2h(xpu_stream *s, void *dst, const void *src, size_t size) {
+static bp_status copy_d2h(void *stream, void *dst, const void *src, size_t size) {
+    xpu_stream *s = stream;
     xpu_device *dev = s->device;
     const xpu_api *api = &dev->backend->api;
     void *base;
@@ -220,7 +211,8 @@ static bp_status copy_d2h(xpu_stream *s, void *dst, const void *src, size_t size
                : xpu_fail(dev, r, "copy from the device (zeEventHostSynchronize)");
 }
 
-static bp_status copy_d2d(xpu_stream *s, void *dst, const void *src, size_t size) {
+static bp_status copy_d2d(void *stream, void *dst, const void *src, size_t size) {
+    xpu_stream *s = stream;
     xpu_device *dev = s->device;
     void *base;
     size_t off;
@@ -234,25 +226,13 @@ static bp_status copy_d2d(xpu_stream *s, void *dst, const void *src, size_t size
     return xpu_append_copy(s, dst, src, size, NULL, "device copy (zeCommandListAppendMemoryCopy)");
 }
 
+static const bp_plugin_copy_fns copies = {copy_h2d, copy_d2h, copy_d2d};
+
 static bp_status mem_copy_async(void *stream, void *dst, const void *src, size_t size,
                                 bp_copy_kind kind) {
-    xpu_stream *s = stream;
-    xpu_device *dev = s->device;
-    const bp_host_services *host = dev->backend->host;
-    if (size == 0)
-        return BP_OK;
-    if (!dst || !src)
-        return host->set_error(BP_ERR_INVALID_ARGUMENT,
-                               "xpu:%d: copy of %zu bytes: the %s is NULL", dev->index, size,
-                               dst ? "source" : "destination");
-    switch (kind) {
-    case BP_COPY_HOST_TO_DEVICE: return copy_h2d(s, dst, src, size);
-    case BP_COPY_DEVICE_TO_HOST: return copy_d2h(s, dst, src, size);
-    case BP_COPY_DEVICE_TO_DEVICE: return copy_d2d(s, dst, src, size);
-    default:
-        return host->set_error(BP_ERR_INVALID_ARGUMENT, "xpu:%d: copy: unknown copy kind %d",
-                               dev->index, (int)kind);
-    }
+    xpu_device *dev = ((xpu_stream *)stream)->device;
+    return bp_plugin_copy_by_kind(dev->backend->host, XPU_NAME, dev->index, &copies, stream, dst, src,
+                                  size, kind);
 }
 
 static bp_status mem_copy_peer_async(void *stream, void *dst, void *dst_device, const void *src,

@@ -128,11 +128,10 @@ static bp_status zevent_wait(xpu_device *dev, xpu_zevent *e, const char *what) {
 static bp_status stream_create(void *device, int priority, void **out_stream) {
     xpu_device *dev = device;
     (void)priority; /* one priority: the host clamps to 0..0 */
-    xpu_stream *s = calloc(1, sizeof *s);
+    xpu_stream *s = bp_plugin_calloc(dev->backend->host, XPU_NAME, dev->index, sizeof *s,
+                                     "a stream");
     if (!s)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "xpu:%d: out of host memory for a stream",
-                                             dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     ze_command_queue_desc_t desc = {.stype = ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC,
                                     .ordinal = dev->info.compute_ordinal,
                                     .index = 0,
@@ -146,10 +145,7 @@ static bp_status stream_create(void *device, int priority, void **out_stream) {
     }
     s->device = dev;
     pthread_mutex_init(&s->lock, NULL);
-    pthread_mutex_lock(&dev->streams_lock);
-    s->next = dev->streams;
-    dev->streams = s;
-    pthread_mutex_unlock(&dev->streams_lock);
+    bp_plugin_list_add(&dev->streams, &s->link);
     *out_stream = s;
     return BP_OK;
 }
@@ -171,13 +167,7 @@ static bp_status stream_synchronize(void *stream) {
 static void stream_destroy(void *stream) {
     xpu_stream *s = stream;
     xpu_device *dev = s->device;
-    pthread_mutex_lock(&dev->streams_lock);
-    xpu_stream **link = &dev->streams;
-    while (*link && *link != s)
-        link = &(*link)->next;
-    if (*link)
-        *link = s->next;
-    pthread_mutex_unlock(&dev->streams_lock);
+    bp_plugin_list_remove(&dev->streams, &s->link);
     /* The host synchronized the stream; wait again in case that failed, so that no
      * event is reset while the device may still signal it. */
     if (s->n > 0)
@@ -204,13 +194,13 @@ static bp_status stream_query(void *stream) {
 bp_status xpu_device_synchronize(xpu_device *dev) {
     bp_status first = BP_OK;
     /* The list lock keeps the streams alive while we wait. */
-    pthread_mutex_lock(&dev->streams_lock);
-    for (xpu_stream *s = dev->streams; s; s = s->next) {
-        bp_status st = stream_synchronize(s);
+    pthread_mutex_lock(&dev->streams.lock);
+    for (bp_plugin_link *k = dev->streams.head; k; k = k->next) {
+        bp_status st = stream_synchronize(BP_PLUGIN_CONTAINER_OF(k, xpu_stream, link));
         if (st != BP_OK && first == BP_OK)
             first = st;
     }
-    pthread_mutex_unlock(&dev->streams_lock);
+    pthread_mutex_unlock(&dev->streams.lock);
     return first;
 }
 
@@ -218,11 +208,10 @@ bp_status xpu_device_synchronize(xpu_device *dev) {
 
 static bp_status event_create(void *device, int timing, void **out_event) {
     xpu_device *dev = device;
-    xpu_event *ev = calloc(1, sizeof *ev);
+    xpu_event *ev = bp_plugin_calloc(dev->backend->host, XPU_NAME, dev->index, sizeof *ev,
+                                     "an event");
     if (!ev)
-        return dev->backend->host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                             "xpu:%d: out of host memory for an event",
-                                             dev->index);
+        return BP_ERR_OUT_OF_MEMORY;
     ev->device = dev;
     ev->timing = timing;
     pthread_mutex_init(&ev->lock, NULL);
@@ -337,6 +326,11 @@ static bp_status stream_wait_event(void *stream, void *event) {
     return xpu_enqueue_end(&e, r, "stream wait (zeCommandListAppendBarrier)", m, NULL);
 }
 
+/* elapsed_ms's query of a marker (bp_plugin_elapsed_ready). */
+static bp_status marker_status(void *dev, void *marker) {
+    return zevent_status(dev, marker, "elapsed_ms (zeEventQueryStatus)");
+}
+
 static bp_status event_elapsed_ms(void *start, void *end, float *out_ms) {
     xpu_event *a = start, *b = end;
     xpu_device *dev = a->device;
@@ -346,22 +340,8 @@ static bp_status event_elapsed_ms(void *start, void *end, float *out_ms) {
                                "xpu:%d: elapsed_ms: the %s event was created without timing",
                                dev->index, a->timing ? "end" : "start");
     xpu_zevent *ma = event_marker(a), *mb = event_marker(b);
-    bp_status st = BP_OK;
-    if (!ma || !mb) {
-        st = host->set_error(BP_ERR_INVALID_ARGUMENT,
-                             "xpu:%d: elapsed_ms: the %s event was never recorded", dev->index,
-                             ma ? "end" : "start");
-    } else {
-        bp_status sa = zevent_status(dev, ma, "elapsed_ms (zeEventQueryStatus)");
-        bp_status sb = sa == BP_OK ? zevent_status(dev, mb, "elapsed_ms (zeEventQueryStatus)")
-                                   : BP_OK;
-        if (sa == BP_ERR_NOT_READY || sb == BP_ERR_NOT_READY)
-            st = host->set_error(BP_ERR_NOT_READY,
-                                 "xpu:%d: elapsed_ms: the %s event has not completed",
-                                 dev->index, sa == BP_OK ? "end" : "start");
-        else
-            st = sa != BP_OK ? sa : sb;
-    }
+    bp_status st =
+        bp_plugin_elapsed_ready(host, XPU_NAME, dev->index, ma, mb, marker_status, dev);
     if (st == BP_OK && dev->info.timer_hz == 0)
         st = host->set_error(BP_ERR_UNSUPPORTED, "xpu:%d: elapsed_ms: the device reports no "
                              "timer resolution", dev->index);

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <backplane/plugin_util.h>
+
 #include "template.h"
 
 const bp_host_services *template_host;
@@ -47,11 +49,21 @@ static void template_shutdown(void *backend) {
 
 static int device_count(void *backend) { return TEMPLATE_DEVICES; }
 
+/* The index check of get_props and open, from the optional helpers of
+ * <backplane/plugin_util.h>: "template: device index 5 out of range (2 template
+ * devices)". */
+static bp_status check_index(int index) {
+    return bp_plugin_check_index(template_host, TEMPLATE_NAME, index, TEMPLATE_DEVICES,
+                                 TEMPLATE_NAME, NULL);
+}
+
 static bp_status device_get_props(void *backend, int index, bp_backend_device_props *props) {
-    if (index < 0 || index >= TEMPLATE_DEVICES)
-        return template_host->set_error(BP_ERR_NOT_FOUND, "template: no device %d (there are %d)",
-                                        index, TEMPLATE_DEVICES);
-    bp_backend_device_props p = {0};
+    bp_backend_device_props p;
+    bp_status st = check_index(index);
+    if (st == BP_OK)
+        st = bp_plugin_props_begin(template_host, TEMPLATE_NAME, props, &p); /* zeroes p */
+    if (st != BP_OK)
+        return st;
     snprintf(p.description, sizeof p.description, "backplane template device %d", index);
     p.total_memory = TEMPLATE_MEMORY;
     /* Only what the device really does: the suite and users skip by these. */
@@ -67,8 +79,9 @@ static bp_status device_get_props(void *backend, int index, bp_backend_device_pr
 
 /* The host opens each device once, lazily, and closes it before shutdown. */
 static bp_status device_open(void *backend, int index, void **out_device) {
-    if (index < 0 || index >= TEMPLATE_DEVICES)
-        return template_host->set_error(BP_ERR_NOT_FOUND, "template: no device %d", index);
+    bp_status st = check_index(index);
+    if (st != BP_OK)
+        return st;
     *out_device = &devices[index];
     return BP_OK;
 }
@@ -98,26 +111,18 @@ static const bp_device_vtable template_device_vtable = {
  *
  * The host calls set_current when a guard makes one of these devices current on a
  * thread. A runtime with per-thread state (a CUDA context) makes it current here; the
- * template only remembers the index, per thread, for get_current. */
-
-static _Thread_local int current_index = -1;
+ * template only remembers the index, per thread, for get_current: the helpers of
+ * <backplane/plugin_util.h> do that (get_current returns BP_ERR_NOT_FOUND, without
+ * set_error, on a thread that has none). */
 
 static bp_status guard_set_current(void *device) {
-    current_index = ((template_device *)device)->index;
-    return BP_OK;
-}
-
-static bp_status guard_get_current(void *backend, int *out_index) {
-    if (current_index < 0)
-        return BP_ERR_NOT_FOUND; /* without set_error: none on this thread */
-    *out_index = current_index;
-    return BP_OK;
+    return bp_plugin_current_set(((template_device *)device)->index);
 }
 
 static const bp_guard_vtable template_guard_vtable = {
     .struct_size = sizeof(bp_guard_vtable),
     .set_current = guard_set_current,
-    .get_current = guard_get_current,
+    .get_current = bp_plugin_current_get,
 };
 
 /* ---- the descriptor ---- */

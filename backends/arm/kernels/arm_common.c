@@ -5,10 +5,10 @@ void ak_walk_init(ak_walk *w, const bp_tensor_desc *out, int n_in,
                   const bp_tensor_desc *const *in) {
     w->nops = n_in + 1;
     w->base[0] = out->data;
-    w->esize[0] = ak_esize(out->dtype);
+    w->esize[0] = bp_plugin_dtype_size(out->dtype);
     for (int k = 0; k < n_in; k++) {
         w->base[k + 1] = in[k]->data;
-        w->esize[k + 1] = ak_esize(in[k]->dtype);
+        w->esize[k + 1] = bp_plugin_dtype_size(in[k]->dtype);
     }
     int nd = 0;
     for (int d = 0; d < out->ndim; d++) {
@@ -90,7 +90,7 @@ void ak_rows_init(ak_rows *rows, const bp_tensor_desc *in, const bp_tensor_desc 
     rows->out_step = rows->out.strides[dim];
     rows->in.shape[dim] = 1;
     rows->out.shape[dim] = 1;
-    rows->count = ak_numel(&rows->out);
+    rows->count = bp_plugin_numel(&rows->out);
 }
 
 static void row_take(ak_row_iter *it) {

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <backplane/plugin_util.h>
 
 #include "arm_kernel.h"
 
@@ -76,24 +77,8 @@ static inline int ak_fidx(bp_dtype dt) {
 
 /* ---- shapes ---- */
 
-static inline int64_t ak_numel(const bp_tensor_desc *t) {
-    int64_t n = 1;
-    for (int d = 0; d < t->ndim; d++)
-        n *= t->shape[d];
-    return n;
-}
-
-static inline size_t ak_esize(bp_dtype dt) {
-    switch (dt) {
-    case BP_DTYPE_F64:
-    case BP_DTYPE_I64: return 8;
-    case BP_DTYPE_F32:
-    case BP_DTYPE_I32: return 4;
-    case BP_DTYPE_F16:
-    case BP_DTYPE_BF16: return 2;
-    default: return 1;
-    }
-}
+/* Elements of a view and the size of an element: bp_plugin_numel and
+ * bp_plugin_dtype_size of <backplane/plugin_util.h>. */
 
 /* ---- the walker ----
  * Walks the elements of an output shape in row-major order, in runs along the

@@ -111,8 +111,8 @@ static void convert_run(const copy_job *job, const ak_run *r, bp_dtype to, bp_dt
     if (ak_run_unit(r, 2) && job->ints->convert &&
         job->ints->convert((uint8_t *)r->ptr[0], to, (const uint8_t *)r->ptr[1], from, r->n))
         return;
-    const int64_t os = r->step[0] * (int64_t)ak_esize(to);
-    const int64_t is = r->step[1] * (int64_t)ak_esize(from);
+    const int64_t os = r->step[0] * (int64_t)bp_plugin_dtype_size(to);
+    const int64_t is = r->step[1] * (int64_t)bp_plugin_dtype_size(from);
     for (int64_t i = 0; i < r->n; i++)
         wide_store(to, r->ptr[0] + i * os, wide_load(from, r->ptr[1] + i * is));
 }
@@ -127,7 +127,7 @@ static void copy_range(void *ctx, int64_t begin, int64_t end) {
         ak_run r;
         ak_walk_next(&w, end - i < AK_TILE ? end - i : AK_TILE, &r);
         if (to == from)
-            move_run(job->ints, &r, ak_esize(to));
+            move_run(job->ints, &r, bp_plugin_dtype_size(to));
         else
             convert_run(job, &r, to, from);
         i += r.n;
@@ -139,7 +139,7 @@ static void copy_view(const arm_exec *ex, const bp_tensor_desc *out, const bp_te
                     .in = in,
                     .ops = ak_f32_ops(ex->features),
                     .ints = ak_int_ops(ex->features)};
-    ak_parallel(ex, ak_numel(out), GRAIN, copy_range, &job);
+    ak_parallel(ex, bp_plugin_numel(out), GRAIN, copy_range, &job);
 }
 
 static void copy_body(const bp_kernel_call *call, const arm_exec *ex) {
@@ -151,7 +151,7 @@ static void copy_body(const bp_kernel_call *call, const arm_exec *ex) {
 static void cat_body(const bp_kernel_call *call, const arm_exec *ex) {
     const bp_tensor_desc *out = call->outputs[0];
     const int dim = ((const bp_cat_attrs *)call->attrs)->dim;
-    const int64_t es = (int64_t)ak_esize(out->dtype);
+    const int64_t es = (int64_t)bp_plugin_dtype_size(out->dtype);
     int64_t at = 0;
     for (int k = 0; k < call->n_inputs; k++) {
         const bp_tensor_desc *in = call->inputs[k];
@@ -173,7 +173,7 @@ typedef struct fill_job {
 
 static void fill_range(void *ctx, int64_t begin, int64_t end) {
     const fill_job *job = ctx;
-    const size_t size = ak_esize(job->out->dtype);
+    const size_t size = bp_plugin_dtype_size(job->out->dtype);
     ak_walk w;
     ak_walk_init(&w, job->out, 0, NULL);
     ak_walk_seek(&w, begin);
@@ -192,12 +192,12 @@ static void fill_range(void *ctx, int64_t begin, int64_t end) {
 
 static void fill_body(const bp_kernel_call *call, const arm_exec *ex) {
     fill_job job = {.out = call->outputs[0], .ints = ak_int_ops(ex->features)};
-    const size_t size = ak_esize(job.out->dtype);
+    const size_t size = bp_plugin_dtype_size(job.out->dtype);
     wide value = {.d = ((const bp_fill_attrs *)call->attrs)->value};
     wide_store(job.out->dtype, (char *)job.pattern, value);
     for (size_t b = size; b < sizeof job.pattern; b += size)
         memcpy(job.pattern + b, job.pattern, size);
-    ak_parallel(ex, ak_numel(job.out), GRAIN, fill_range, &job);
+    ak_parallel(ex, bp_plugin_numel(job.out), GRAIN, fill_range, &job);
 }
 
 /* ---- the family ---- */

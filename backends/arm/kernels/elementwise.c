@@ -27,7 +27,7 @@ typedef struct ew_job {
 } ew_job;
 
 static void launch(const arm_exec *ex, ew_job *job, arm_range_fn range) {
-    ak_parallel(ex, ak_numel(job->call->outputs[0]), GRAIN, range, job);
+    ak_parallel(ex, bp_plugin_numel(job->call->outputs[0]), GRAIN, range, job);
 }
 
 static void walk_start(ak_walk *w, const ew_job *job, int64_t begin) {
@@ -142,7 +142,7 @@ static void int_kernel(const bp_kernel_call *call, const arm_exec *ex, ew_op op)
 
 static void where_range(void *ctx, int64_t begin, int64_t end) {
     const ew_job *job = ctx;
-    size_t size = ak_esize(job->call->outputs[0]->dtype);
+    size_t size = bp_plugin_dtype_size(job->call->outputs[0]->dtype);
     ak_walk w;
     walk_start(&w, job, begin);
     for (int64_t i = begin; i < end;) {

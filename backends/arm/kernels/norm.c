@@ -41,13 +41,14 @@ static const float *param_tile(const arm_f32_ops *ops, float *tile, const bp_ten
                                int64_t j, int64_t c) {
     if (!p)
         return NULL;
-    const char *at = (const char *)p->data + j * p->strides[0] * (int64_t)ak_esize(p->dtype);
+    const char *at =
+        (const char *)p->data + j * p->strides[0] * (int64_t)bp_plugin_dtype_size(p->dtype);
     return ak_stage_in(ops, tile, at, p->dtype, p->strides[0], c);
 }
 
 /* Sum over the row of x, or with `squares` of (x - c)^2. */
 static float row_sum(const norm_job *job, bp_dtype dt, const char *x, float c, bool squares) {
-    const int64_t n = job->rows.len, is = job->rows.in_step, es = (int64_t)ak_esize(dt);
+    const int64_t n = job->rows.len, is = job->rows.in_step, es = (int64_t)bp_plugin_dtype_size(dt);
     float tile[AK_TILE], s = 0.0f;
     for (int64_t j = 0; j < n; j += AK_TILE) {
         int64_t m = n - j < AK_TILE ? n - j : AK_TILE;
@@ -65,7 +66,7 @@ static void norm_range(void *ctx, int64_t begin, int64_t end, norm_op op) {
     const bp_tensor_desc *w = param(call, 1), *b = op == NORM_LAYER ? param(call, 2) : NULL;
     const float eps = ((const bp_norm_attrs *)call->attrs)->eps;
     const int64_t n = job->rows.len, is = job->rows.in_step, os = job->rows.out_step;
-    const int64_t es = (int64_t)ak_esize(dt);
+    const int64_t es = (int64_t)bp_plugin_dtype_size(dt);
     float tx[AK_TILE], tw[AK_TILE], tb[AK_TILE], ty[AK_TILE];
     ak_row_iter it;
     ak_row_iter_init(&it, &job->rows, begin);
@@ -160,7 +161,7 @@ static void rope_range(void *ctx, int64_t begin, int64_t end) {
     const arm_f32_ops *ops = job->ops;
     const bp_rope_attrs *a = job->call->attrs;
     const bp_dtype dt = job->call->outputs[0]->dtype;
-    const int64_t n = job->rows.len, half = n / 2, es = (int64_t)ak_esize(dt);
+    const int64_t n = job->rows.len, half = n / 2, es = (int64_t)bp_plugin_dtype_size(dt);
     const int64_t apart = a->interleaved ? 1 : half;   /* from a pair's first to second */
     const int64_t next = a->interleaved ? 2 : 1;        /* from a pair to the next */
     const int64_t is = job->rows.in_step * next, os = job->rows.out_step * next;

@@ -42,7 +42,7 @@ static inline float max_nan(float a, float b) {
 static float reduce_row(const red_job *job, bp_dtype dt, const char *x) {
     const arm_f32_ops *ops = job->ops;
     const int64_t len = job->rows.len, step = job->rows.in_step;
-    const size_t es = ak_esize(dt);
+    const size_t es = bp_plugin_dtype_size(dt);
     float tile[AK_TILE];
     float acc = job->op == RED_MAX ? -INFINITY : 0.0f;
     for (int64_t j = 0; j < len; j += AK_TILE) {
@@ -62,7 +62,7 @@ enum { COLUMN_BLOCK = 64 };
 static void reduce_columns(const red_job *job, bp_dtype dt, const ak_run *r) {
     const arm_f32_ops *ops = job->ops;
     const int64_t len = job->rows.len, m = r->n;
-    const int64_t step = job->rows.in_step * (int64_t)ak_esize(dt);
+    const int64_t step = job->rows.in_step * (int64_t)bp_plugin_dtype_size(dt);
     float total[AK_TILE], block[AK_TILE], tile[AK_TILE];
     memcpy(total, ak_stage_in(ops, tile, r->ptr[1], dt, 1, m), (size_t)m * sizeof *total);
     if (job->op == RED_MAX) {
@@ -87,7 +87,7 @@ static void reduce_columns(const red_job *job, bp_dtype dt, const ak_run *r) {
 static void float_range(void *ctx, int64_t begin, int64_t end) {
     const red_job *job = ctx;
     const bp_dtype dt = job->call->outputs[0]->dtype;
-    const int64_t es = (int64_t)ak_esize(dt);
+    const int64_t es = (int64_t)bp_plugin_dtype_size(dt);
     const bp_tensor_desc *in = &job->rows.in;
     ak_walk w;
     ak_walk_init(&w, &job->rows.out, 1, &in);
@@ -170,7 +170,7 @@ static void softmax_row(const red_job *job, bp_dtype dt, int64_t kept, const cha
     const arm_f32_ops *ops = job->ops;
     const float scale = ((const bp_softmax_attrs *)job->call->attrs)->scale;
     const int64_t n = job->rows.len, is = job->rows.in_step, os = job->rows.out_step;
-    const int64_t es = (int64_t)ak_esize(dt);
+    const int64_t es = (int64_t)bp_plugin_dtype_size(dt);
     float tin[AK_TILE], tout[AK_TILE];
     float m = -INFINITY;
     for (int64_t j = 0; j < kept; j += AK_TILE) {
