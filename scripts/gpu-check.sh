@@ -449,7 +449,7 @@ try:
 except Exception:
     extra.append("conformance on cuda: n/a")
 try:
-    m = re.findall(r"\d+% tests passed, \d+ tests failed out of \d+", open(os.path.join(out, "ctest.log")).read())
+    m = re.findall(r"\d+% tests passed(?:, \d+ tests failed)? out of \d+", open(os.path.join(out, "ctest.log")).read())
     extra.append("ctest: " + (m[-1] if m else "n/a"))
 except Exception:
     extra.append("ctest: n/a")
