@@ -48,7 +48,7 @@ BENCH=${BP_BENCH:-$ROOT/build/bin/bp-bench}
 MAX_THREADS=64 # the cpu backend's pool (ops/parallel.c)
 
 usage() {
-    sed -n '4,6p' "${BASH_SOURCE[0]}" | sed 's/^# *//; s/^/usage: /' >&2
+    sed -n '5,7p' "${BASH_SOURCE[0]}" | sed '1s/^# */usage: /; 2,3s/^# //' >&2
     echo "$1" >&2
     exit 2
 }
@@ -88,7 +88,7 @@ while (($#)); do
         --json) json=$2 ;;
         esac
         shift ;;
-    -h | --help) sed -n '2,44p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,42p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage "cpu-compare: unknown option '$1'" ;;
     esac
     shift

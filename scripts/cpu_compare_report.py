@@ -78,7 +78,7 @@ def bp_figure(run):
     result = ((load_json(run["json"]) or {}).get("results") or [{}])[0]
     if run["rc"] == 0 and result.get("ok"):
         return result["backplane_gflops"], gf(result["backplane_gflops"])
-    why = result.get("error") or last_line(read(run["err"])) or f"exit status {run['rc']}"
+    why = result.get("error") or last_line(read(run["err"])) or f"no result (exit status {run['rc']})"
     return None, f"failed: {why}"
 
 
@@ -89,14 +89,14 @@ def peer_figure(run):
     result = ((load_json(run["json"]) or {}).get("results") or [{}])[0]
     if run["rc"] == 0 and result.get("ok"):
         return result["gflops"], gf(result["gflops"])
-    why = result.get("error") or last_line(read(run["err"])) or f"exit status {run['rc']}"
+    why = result.get("error") or last_line(read(run["err"])) or f"no result (exit status {run['rc']})"
     return None, f"failed: {why}"
 
 
 def ratio(ours, peer, torch_ok):
     if ours is not None and peer is not None:
         return f"{ours / peer:.2f}×"
-    return "-" if torch_ok else "torch not importable"
+    return "-" if torch_ok or ours is None else "torch not importable"
 
 
 def main():
