@@ -23,9 +23,10 @@
 #   --sdpa-engines LIST  the sdpa rows once per BP_CPU_SDPA value (e.g. "avx512bf16
 #                      avx512 generic")
 #   --dnnl26           also oneDNN 2.6 (Debian's libdnnl-dev) called directly on the
-#                      matmul rows: bench/dnnl_matmul_v2.c, compiled here with cc -ldnnl
-#                      (headers and library from DNNL26_PREFIX, default /usr; a second
-#                      table)
+#                      matmul rows, in a second table: bench/dnnl_matmul_v2.c, compiled
+#                      here with cc -fopenmp ... -ldnnl against DNNL26_PREFIX, else the
+#                      .deb files of scripts/fetch-dnnl26-debs.sh (.devdeps/dnnl26/,
+#                      unpacked with dpkg -x), else /usr
 #   --json FILE        where the JSON goes (default: ${OUT:-/tmp/cpu-compare}/compare.json)
 #
 # Prints the host (CPU model, AVX-512 / AVX512-BF16 / AMX flags, cores), torch's version
@@ -130,16 +131,26 @@ if [[ -x $info ]]; then
     BP_NUM_THREADS=$threads "$info" >"$RUNS/bp-info.txt" 2>&1 || true
 fi
 
-dnnl26_bin=""
+# oneDNN 2.6 for --dnnl26: DNNL26_PREFIX, else the .deb files of
+# scripts/fetch-dnnl26-debs.sh unpacked (a machine without network), else /usr.
+dnnl26_bin="" dnnl26_lib=""
 if ((dnnl26)); then
-    prefix=${DNNL26_PREFIX:-/usr}
+    prefix=${DNNL26_PREFIX:-}
+    debs=("$ROOT"/.devdeps/dnnl26/*.deb)
+    if [[ -z $prefix && -e ${debs[0]} ]]; then
+        for d in "${debs[@]}"; do dpkg -x "$d" "$RUNS/dnnl26"; done
+        prefix=$RUNS/dnnl26/usr
+    fi
+    prefix=${prefix:-/usr}
+    dnnl26_lib=$prefix/lib/x86_64-linux-gnu
     dnnl26_bin=$RUNS/dnnl_matmul_v2
     # shellcheck disable=SC2086 # CC may hold words
     if ! ${CC:-cc} -O2 -std=c11 -fopenmp -I"$prefix/include" "$ROOT/bench/dnnl_matmul_v2.c" \
-        -L"$prefix/lib/x86_64-linux-gnu" -Wl,-rpath,"$prefix/lib/x86_64-linux-gnu" -ldnnl -lm \
-        -o "$dnnl26_bin" 2>"$RUNS/dnnl26-build.err"; then
+        -L"$dnnl26_lib" -Wl,-rpath-link,"$dnnl26_lib" -ldnnl -lm -o "$dnnl26_bin" \
+        2>"$RUNS/dnnl26-build.err"; then
         echo "cpu-compare: --dnnl26: cannot build bench/dnnl_matmul_v2.c against $prefix" \
-            "(is libdnnl-dev 2.x installed? DNNL26_PREFIX names an unpacked one):" >&2
+            "(libdnnl-dev 2.x installed, or scripts/fetch-dnnl26-debs.sh's files, or" \
+            "DNNL26_PREFIX naming an unpacked one):" >&2
         cat "$RUNS/dnnl26-build.err" >&2
         dnnl26_bin=""
     fi
@@ -182,7 +193,8 @@ for i in "${!ROWS[@]}"; do
         run "$i" torch "" "$PY" "$ROOT/scripts/cpu_reference.py" --threads "$threads" "${flags[@]}" --json
     fi
     if [[ -n $dnnl26_bin && $op == matmul ]]; then
-        run "$i" dnnl26 "" "$dnnl26_bin" --matmul "$shape" --dtype "$dtype" --threads "$threads" \
+        run "$i" dnnl26 "" env LD_LIBRARY_PATH="$dnnl26_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+            "$dnnl26_bin" --matmul "$shape" --dtype "$dtype" --threads "$threads" \
             --warmup "$warmup" --repeat "$repeat"
     fi
 done

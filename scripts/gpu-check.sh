@@ -24,16 +24,23 @@
 #   torch        python3 scripts/torch_reference.py --json (same shapes, same statistic)
 #   sanitizer    compute-sanitizer --tool memcheck on the demo at 2,4,256,64 and on each
 #                ctest entry whose name contains "cuda" (but conformance_cuda, see below)
+#   cpu-compare  (optional: only when GPU_CHECK_ONLY or GPU_CHECK_EXTRA names it) the host
+#                CPU: scripts/cpu-compare.sh --threads 16 --json $OUT/cpu-compare.json,
+#                backplane's cpu matmul and sdpa beside PyTorch CPU (issue 20's table; with
+#                --dnnl26 when .devdeps/dnnl26/ holds scripts/fetch-dnnl26-debs.sh's files)
 # then a summary: each step's status and seconds, and the headline figures from the JSON
 # files. Exit status 1 when a step failed, else 0.
 #
 # Output: everything under ${OUT:-/tmp/gpu-check}: <step>.log for every step, demo.json,
 # bench-launch.json, bench-alloc.json, bench-ops.json, torch.json, conformance-cuda.xml,
-# ctest.xml, sanitizer/<test>.log, summary.txt and summary.json.
+# ctest.xml, sanitizer/<test>.log, cpu-compare.json, summary.txt and summary.json.
 #
 # Environment:
 #   GPU_CHECK_SKIP="torch sanitizer"  steps to skip ("bench" skips the three bench steps)
 #   GPU_CHECK_ONLY="build ctest"      run only these steps (the summary always runs)
+#   GPU_CHECK_EXTRA="cpu-compare"     optional steps to run beside the others
+#   GPU_CHECK_CPU_THREADS=16          cpu-compare's --threads (BP_NUM_THREADS and torch's)
+#   GPU_CHECK_CPU_ENGINES=""          cpu-compare's --engines, e.g. "onednn blas builtin"
 #   GPU_CHECK_BUILD_DIR=build-gpu     the build directory
 #   GPU_CHECK_DEVICE=cuda:0           the device under test
 #   GPU_CHECK_SHAPE=8,32,2048,128     B,H,S,D of the demo, the sdpa bench and torch
@@ -72,6 +79,10 @@ DEPS=${GPU_CHECK_DEPS_DIR:-/tmp/deps}
 PY=${PYTHON:-python3}
 SKIP=" ${GPU_CHECK_SKIP:-} "
 ONLY=${GPU_CHECK_ONLY:-}
+EXTRA=" ${GPU_CHECK_EXTRA:-} "
+OPTIONAL=" cpu-compare " # steps that run only when GPU_CHECK_ONLY or GPU_CHECK_EXTRA names them
+CPU_THREADS=${GPU_CHECK_CPU_THREADS:-16}
+CPU_ENGINES=${GPU_CHECK_CPU_ENGINES:-}
 BIN=$BUILD/bin
 
 STEPS=()
@@ -82,6 +93,9 @@ STEP_END=0 # SECONDS at which the running step's time is up
 skipped() {
     local name=$1
     [[ $SKIP == *" $name "* ]] && return 0
+    if [[ $OPTIONAL == *" $name "* && " $ONLY " != *" $name "* && $EXTRA != *" $name "* ]]; then
+        return 0
+    fi
     # deps is what every other step needs: GPU_CHECK_ONLY does not leave it out
     if [[ -n $ONLY && $name != deps && " $ONLY " != *" $name "* ]]; then return 0; fi
     [[ $name == bench-* && $SKIP == *" bench "* ]] && return 0
@@ -309,6 +323,15 @@ PY
     return "$rc"
 }
 
+# The host CPU, not the GPU: backplane's cpu ops beside PyTorch CPU (and oneDNN 2.6 when
+# its .deb files were carried), at GPU_CHECK_CPU_THREADS threads.
+step_cpu_compare() {
+    local args=(--threads "$CPU_THREADS" --json "$OUT/cpu-compare.json")
+    [[ -n $CPU_ENGINES ]] && args+=(--engines "$CPU_ENGINES")
+    compgen -G ".devdeps/dnnl26/*.deb" >/dev/null && args+=(--dnnl26)
+    BP_BENCH=$BIN/bp-bench PYTHON=$PY lim bash scripts/cpu-compare.sh "${args[@]}"
+}
+
 # ---- run ----
 
 echo "gpu-check: $(pwd), build $BUILD, device $DEVICE, logs in $OUT"
@@ -326,6 +349,7 @@ step startup 120 step_startup
 step bench-ops 300 step_bench_ops
 step torch 300 step_torch
 step sanitizer 600 step_sanitizer
+step cpu-compare 400 step_cpu_compare
 
 # ---- summary ----
 
@@ -458,6 +482,23 @@ if dev:
     extra.append(f"GPU: {dev}; torch {dig(torch, 'torch')}")
 for e in extra:
     print("  " + e)
+cpu = load("cpu-compare.json")
+if cpu:
+    host = cpu.get("host") or {}
+    flags = ", ".join(k for k, v in (host.get("flags") or {}).items() if v)
+    versions = dig(cpu, "torch", "versions") or {}
+    peer = (f"PyTorch {versions.get('torch')} with {versions.get('onednn')}" if versions
+            else f"PyTorch not importable ({cpu.get('torch_unavailable')})")
+    print(f"\n  cpu-compare on the host CPU: {host.get('model')} ({host.get('cores')} cores; "
+          f"{flags}), {cpu.get('threads')} threads; {peer}")
+    for table in ("table_markdown", "dnnl26_table_markdown"):
+        if cpu.get(table):
+            print()
+            print("\n".join("  " + line for line in cpu[table].splitlines()))
+    summary["cpu_compare"] = {"threads": cpu.get("threads"), "rows": [
+        {"work": r.get("work"), "torch_gflops": dig(r, "torch", "gflops"),
+         "backplane_gflops": [b.get("gflops") for b in r.get("backplane") or []],
+         "dnnl26_gflops": dig(r, "dnnl26", "gflops")} for r in cpu.get("rows") or []]}
 with open(os.path.join(out, "summary.json"), "w") as f:
     json.dump(summary, f, indent=2)
 PY
