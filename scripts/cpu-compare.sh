@@ -137,7 +137,7 @@ dnnl26_bin="" dnnl26_lib=""
 if ((dnnl26)); then
     prefix=${DNNL26_PREFIX:-}
     debs=("$ROOT"/.devdeps/dnnl26/*.deb)
-    if [[ -z $prefix && -e ${debs[0]} ]]; then
+    if [[ -z $prefix && -e ${debs[0]} ]] && command -v dpkg >/dev/null; then
         for d in "${debs[@]}"; do dpkg -x "$d" "$RUNS/dnnl26"; done
         prefix=$RUNS/dnnl26/usr
     fi
