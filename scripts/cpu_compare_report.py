@@ -198,6 +198,9 @@ def main():
                    f"MKL: {v.get('mkl') or 'n/a'}; CPU capability: {v.get('cpu_capability')}")
     else:
         out.append(f"PyTorch: not importable ({torch_why})")
+    env = {k: v for k, v in report["engines"]["environment"].items() if v}
+    out.append("environment: " + (", ".join(f"{k}={v}" for k, v in env.items()) or
+                                  "no engine or thread variable set (auto)"))
     for x in bp_info:
         out.append(f"bp-info: {x}")
     for name, logs in report["engines"]["reported"].items():
