@@ -4,7 +4,8 @@
 # says why it is empty when torch cannot be imported (tests/fixtures/no_torch hides any
 # installed torch, as CI has none), and that bad usage is refused. Not in a cross build:
 # the script runs bp-bench itself, outside the emulator.
-set(bp_no_torch "PYTHONPATH=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/no_torch")
+# (no __pycache__ written into the source tree)
+set(bp_no_torch "PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=${CMAKE_CURRENT_SOURCE_DIR}/fixtures/no_torch")
 set(bp_cpu_compare ${PROJECT_SOURCE_DIR}/scripts/cpu-compare.sh)
 set(bp_cpu_reference ${PROJECT_SOURCE_DIR}/scripts/cpu_reference.py)
 find_program(BP_PYTHON3 python3)
