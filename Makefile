@@ -11,7 +11,7 @@ CMAKE_FLAGS ?=
 # build trees are made with umask 022 whatever the caller's (e.g. Ubuntu's 002).
 BUILD_UMASK = umask 022 &&
 
-.PHONY: all deps deps-arm intel-opencl build build-asan build-tsan build-arm package demo test test-release \
+.PHONY: all deps deps-arm intel-opencl onednn build build-asan build-tsan build-arm package demo test test-release \
 	test-asan test-stress stress test-tsan test-arm test-arm-asan bench clean
 
 all: build
@@ -28,12 +28,18 @@ deps-arm:
 intel-opencl: deps
 	@scripts/intel-opencl.sh
 
-build: deps
+# oneDNN 3.2 from PyPI, in .onednn (headers and libdnnl.so.3): the cpu matmul engine
+# compiles against its headers and the tests load it (docs/ops.md, "cpu matmul engines");
+# without it that engine is not built and its tests are skipped.
+onednn: deps
+	@scripts/onednn.sh
+
+build: deps onednn
 	$(BUILD_UMASK) cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 		-DBP_DEB_PACKAGE_DIR=$(CURDIR)/$(DEB_BUILD_DIR)/packages $(CMAKE_FLAGS)
 	$(BUILD_UMASK) cmake --build $(BUILD_DIR) -j $(JOBS)
 
-build-asan: deps
+build-asan: deps onednn
 	$(BUILD_UMASK) cmake -S . -B $(ASAN_BUILD_DIR) -DCMAKE_BUILD_TYPE=Debug -DBP_SANITIZE=ON $(CMAKE_FLAGS)
 	$(BUILD_UMASK) cmake --build $(ASAN_BUILD_DIR) -j $(JOBS)
 

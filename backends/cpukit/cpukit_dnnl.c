@@ -1,0 +1,352 @@
+/* oneDNN's matmul primitive, loaded at run time (see cpukit_dnnl.h).
+ *
+ * Threads and streams. A oneDNN primitive is immutable once created and may be
+ * executed from several threads at once, each through its own stream (a stream is not
+ * thread-safe); the engine may be shared. So: one CPU engine for the process, one
+ * stream per calling thread (a thread-specific key whose destructor frees it).
+ *
+ * Primitives. Creating a matmul primitive (choosing and JIT-compiling the kernel) costs
+ * far more than a small product, so they are kept in a cache of CACHE_SIZE entries
+ * keyed on everything the primitive depends on (dtype, sizes, every stride, batch
+ * dims, threads), least recently used out first. An entry in use by another thread is
+ * freed by the last user. A geometry that oneDNN implements only with its reference
+ * kernel is cached too, as "no primitive", so the caller's fallback is not re-decided.
+ *
+ * Scratchpad: library mode. oneDNN then keeps one scratchpad per thread for all
+ * primitives (the default build, DNNL_ENABLE_CONCURRENT_EXEC off), grown as needed and
+ * reused across calls: no allocation per call and no buffer of ours to size, and
+ * concurrent calls from several threads never share one.
+ *
+ * f32 is computed in f32: the fpmath mode is strict (oneDNN would otherwise honour
+ * ONEDNN_DEFAULT_FPMATH_MODE and may compute f32 in bf16). */
+#include "cpukit_dnnl.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <dnnl.h>
+
+#define LOG(...) (log ? log(__VA_ARGS__) : (void)0)
+
+/* The oneDNN functions used, each resolved before any is called. */
+#define DNNL_FUNCTIONS(X)                                                                   \
+    X(version) X(engine_create) X(stream_create) X(stream_wait) X(stream_destroy)          \
+    X(memory_desc_create_with_strides) X(memory_desc_destroy) X(memory_create)             \
+    X(memory_destroy) X(primitive_attr_create) X(primitive_attr_destroy)                   \
+    X(primitive_attr_set_fpmath_mode) X(primitive_attr_set_scratchpad_mode)                \
+    X(matmul_primitive_desc_create) X(primitive_desc_query) X(primitive_desc_destroy)      \
+    X(primitive_create) X(primitive_execute) X(primitive_destroy)
+
+static struct {
+#define DNNL_FIELD(name) __typeof__(dnnl_##name) *name;
+    DNNL_FUNCTIONS(DNNL_FIELD)
+#undef DNNL_FIELD
+    void (*omp_set_num_threads)(int); /* from the OpenMP runtime oneDNN loaded, or NULL */
+} api;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static cpukit_log_fn load_log;
+static const char *load_failure = "not loaded";
+static char load_reason[512];
+static dnnl_engine_t engine;
+static pthread_key_t stream_key;
+
+/* BP_ONEDNN_LIBRARY chooses code: read with secure_getenv. */
+static const char *library_name(void) {
+    const char *name = secure_getenv("BP_ONEDNN_LIBRARY");
+    return name && *name ? name : "libdnnl.so.3";
+}
+
+static void destroy_stream(void *stream) { api.stream_destroy(stream); }
+
+static const char *fail(const char *fmt, const char *a, const char *b) {
+    snprintf(load_reason, sizeof load_reason, fmt, a, b);
+    return load_reason;
+}
+
+/* Loads the library and resolves every function; NULL or the reason. */
+static const char *load_library(const char *name) {
+    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return fail("cannot load %s: %s", name, dlerror());
+#define DNNL_RESOLVE(fn)                                                                   \
+    {                                                                                      \
+        void *sym = dlsym(lib, "dnnl_" #fn);                                               \
+        if (!sym) {                                                                        \
+            dlclose(lib);                                                                  \
+            return fail("%s has no %s: not oneDNN 3", name, "dnnl_" #fn);                  \
+        }                                                                                  \
+        memcpy(&api.fn, &sym, sizeof api.fn);                                              \
+    }
+    DNNL_FUNCTIONS(DNNL_RESOLVE)
+#undef DNNL_RESOLVE
+    const dnnl_version_t *v = api.version();
+    if (v->major != 3) {
+        char version[32];
+        snprintf(version, sizeof version, "%d.%d.%d", v->major, v->minor, v->patch);
+        dlclose(lib);
+        return fail("%s is oneDNN %s, not 3.x", name, version);
+    }
+    /* With the library's handle dlsym also searches what it loaded: its libgomp. */
+    void *sym = v->cpu_runtime == DNNL_RUNTIME_OMP ? dlsym(lib, "omp_set_num_threads") : NULL;
+    memcpy(&api.omp_set_num_threads, &sym, sizeof sym);
+    if (api.engine_create(&engine, dnnl_cpu, 0) != dnnl_success) {
+        dlclose(lib);
+        return fail("%s: no CPU engine%s", name, "");
+    }
+    if (pthread_key_create(&stream_key, destroy_stream) != 0)
+        return fail("%s: no thread-specific key for its streams%s", name, "");
+    return NULL; /* the library stays loaded for the life of the process */
+}
+
+static void load(void) {
+    cpukit_log_fn log = load_log;
+    load_failure = load_library(library_name());
+    if (load_failure) {
+        LOG(BP_LOG_INFO, "matmul", "oneDNN: %s", load_failure);
+        return;
+    }
+    const dnnl_version_t *v = api.version();
+    LOG(BP_LOG_INFO, "matmul", "matmul: oneDNN %d.%d.%d (%s) from %s%s", v->major, v->minor,
+        v->patch, v->hash, library_name(),
+        api.omp_set_num_threads ? "" : "; its thread count is its own (not an OpenMP build)");
+}
+
+const char *cpukit_dnnl_load(cpukit_log_fn log) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock); /* load_log is read by the one load() */
+    load_log = log;
+    pthread_once(&load_once, load);
+    pthread_mutex_unlock(&lock);
+    return load_failure;
+}
+
+/* ---- the primitive cache ---- */
+
+enum { CACHE_SIZE = 64 };
+
+typedef struct dnnl_key {
+    bp_dtype dt;
+    int threads;
+    cpukit_mm_geometry g;
+} dnnl_key;
+
+typedef struct dnnl_entry {
+    dnnl_key key;
+    dnnl_primitive_t primitive; /* NULL: oneDNN has only its reference kernel for it */
+    dnnl_memory_desc_t md[3];   /* a, b, c */
+    int users;                  /* calls executing it now */
+    bool evicted;               /* out of the cache: the last user frees it */
+    uint64_t last_use;
+} dnnl_entry;
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static dnnl_entry *cache[CACHE_SIZE];
+static uint64_t cache_clock;
+static bool logged_impl[BP_DTYPE_COUNT], logged_none[BP_DTYPE_COUNT]; /* under cache_lock */
+
+/* True once per flag. */
+static bool first_time(bool *flag) {
+    bool first = !*flag;
+    *flag = true;
+    return first;
+}
+
+static void free_entry(dnnl_entry *e) {
+    if (e->primitive)
+        api.primitive_destroy(e->primitive);
+    for (int i = 0; i < 3; i++)
+        if (e->md[i])
+            api.memory_desc_destroy(e->md[i]);
+    free(e);
+}
+
+static dnnl_data_type_t dnnl_type(bp_dtype dt) {
+    return dt == BP_DTYPE_BF16 ? dnnl_bf16 : dt == BP_DTYPE_F16 ? dnnl_f16 : dnnl_f32;
+}
+
+/* The dtype's name for the log (plugins link this file: no bp_dtype_name). */
+static const char *dtype_name(bp_dtype dt) {
+    return dt == BP_DTYPE_BF16 ? "bf16" : dt == BP_DTYPE_F16 ? "f16" : "f32";
+}
+
+/* A memory descriptor of batch dims (shape, strides; stride 0: broadcast, a dim of 1
+ * for oneDNN) then rows x cols with strides (rs, cs). A dim of 1 gets a stride past
+ * all the others', as a dense layout would give it, whatever the tensor says. NULL
+ * when oneDNN cannot express it (a zero or negative stride on a longer dim). */
+static dnnl_memory_desc_t matrix_desc(const cpukit_mm_geometry *g, const int64_t *bstrides,
+                                      int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                                      bp_dtype dt) {
+    int nd = g->nbatch + 2;
+    dnnl_dims_t dims, strides;
+    for (int d = 0; d < g->nbatch; d++) {
+        dims[d] = bstrides[d] ? g->bshape[d] : 1;
+        strides[d] = bstrides[d];
+    }
+    dims[nd - 2] = rows, strides[nd - 2] = rs;
+    dims[nd - 1] = cols, strides[nd - 1] = cs;
+    int64_t span = 1;
+    for (int d = 0; d < nd; d++) {
+        if (dims[d] > 1 && strides[d] <= 0)
+            return NULL;
+        if (dims[d] > 1 && (dims[d] - 1) * strides[d] + 1 > span)
+            span = (dims[d] - 1) * strides[d] + 1;
+    }
+    for (int d = 0; d < nd; d++)
+        if (dims[d] == 1)
+            strides[d] = span;
+    dnnl_memory_desc_t md;
+    if (api.memory_desc_create_with_strides(&md, nd, dims, dnnl_type(dt), strides) != dnnl_success)
+        return NULL;
+    return md;
+}
+
+/* A new entry for key: its primitive, or none (reference kernel only, or unsupported). */
+static dnnl_entry *create_entry(const dnnl_key *key, cpukit_log_fn log) {
+    dnnl_entry *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->key = *key;
+    const cpukit_mm_geometry *g = &key->g;
+    e->md[0] = matrix_desc(g, g->bsa, g->m, g->k, g->sam, g->sak, key->dt);
+    e->md[1] = matrix_desc(g, g->bsb, g->k, g->n, g->sbk, g->sbn, key->dt);
+    e->md[2] = matrix_desc(g, g->bsc, g->m, g->n, g->scm, g->scn, key->dt);
+    if (!e->md[0] || !e->md[1] || !e->md[2] || g->nbatch + 2 > DNNL_MAX_NDIMS)
+        return e;
+    dnnl_primitive_attr_t attr;
+    if (api.primitive_attr_create(&attr) != dnnl_success)
+        return e;
+    dnnl_primitive_desc_t pd = NULL;
+    if (api.primitive_attr_set_fpmath_mode(attr, dnnl_fpmath_mode_strict) == dnnl_success &&
+        api.primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_library) ==
+            dnnl_success &&
+        api.matmul_primitive_desc_create(&pd, engine, e->md[0], e->md[1], NULL, e->md[2], attr) !=
+            dnnl_success)
+        pd = NULL;
+    api.primitive_attr_destroy(attr);
+    if (!pd)
+        return e;
+    const char *impl = "";
+    api.primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    if (strncmp(impl, "ref", 3) != 0 && api.primitive_create(&e->primitive, pd) == dnnl_success) {
+        if (first_time(&logged_impl[key->dt]))
+            LOG(BP_LOG_INFO, "matmul", "%s matmul on oneDNN (%s)", dtype_name(key->dt), impl);
+    } else {
+        e->primitive = NULL;
+    }
+    api.primitive_desc_destroy(pd);
+    return e;
+}
+
+/* The entry for key, created if new, with one more user; NULL when out of memory. */
+static dnnl_entry *acquire(const dnnl_key *key, cpukit_log_fn log) {
+    pthread_mutex_lock(&cache_lock);
+    int slot = 0;
+    dnnl_entry *e = NULL;
+    for (int i = 0; i < CACHE_SIZE && !e; i++) {
+        if (cache[i] && memcmp(&cache[i]->key, key, sizeof *key) == 0)
+            e = cache[i];
+        else if (!cache[i] || (cache[slot] && cache[i]->last_use < cache[slot]->last_use))
+            slot = i; /* an empty slot, else the least recently used */
+    }
+    if (!e) {
+        /* Created under the lock: two threads never build the same primitive twice. */
+        e = create_entry(key, log);
+        if (e && !e->primitive && first_time(&logged_none[key->dt]))
+            LOG(BP_LOG_INFO, "matmul", "oneDNN has no kernel but its reference one for some %s "
+                "matmul (dims or strides) on this CPU: another engine runs those",
+                dtype_name(key->dt));
+        if (e) {
+            dnnl_entry *old = cache[slot];
+            if (old && old->users)
+                old->evicted = true;
+            else if (old)
+                free_entry(old);
+            cache[slot] = e;
+        }
+    }
+    if (e) {
+        e->users++;
+        e->last_use = ++cache_clock;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return e;
+}
+
+static void release(dnnl_entry *e) {
+    pthread_mutex_lock(&cache_lock);
+    bool orphan = --e->users == 0 && e->evicted;
+    pthread_mutex_unlock(&cache_lock);
+    if (orphan)
+        free_entry(e);
+}
+
+/* ---- execution ---- */
+
+static dnnl_stream_t thread_stream(void) {
+    dnnl_stream_t stream = pthread_getspecific(stream_key);
+    if (!stream) {
+        if (api.stream_create(&stream, engine, dnnl_stream_default_flags) != dnnl_success)
+            return NULL;
+        if (pthread_setspecific(stream_key, stream) != 0) {
+            api.stream_destroy(stream);
+            return NULL;
+        }
+    }
+    return stream;
+}
+
+static bool execute(const dnnl_entry *e, const void *a, const void *b, void *c) {
+    dnnl_stream_t stream = thread_stream();
+    if (!stream)
+        return false;
+    dnnl_memory_t mem[3] = {NULL, NULL, NULL};
+    void *handles[3] = {(void *)a, (void *)b, c};
+    bool ok = true;
+    for (int i = 0; i < 3 && ok; i++)
+        ok = api.memory_create(&mem[i], e->md[i], engine, handles[i]) == dnnl_success;
+    if (ok) {
+        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]},
+                                   {DNNL_ARG_DST, mem[2]}};
+        ok = api.primitive_execute(e->primitive, stream, 3, args) == dnnl_success &&
+             api.stream_wait(stream) == dnnl_success;
+    }
+    for (int i = 0; i < 3; i++)
+        if (mem[i])
+            api.memory_destroy(mem[i]);
+    return ok;
+}
+
+bool cpukit_dnnl_matmul(const cpukit_mm_geometry *g, bp_dtype dt, const void *a, const void *b,
+                        void *c, int threads, cpukit_log_fn log) {
+    if (cpukit_dnnl_load(log) || g->k <= 0)
+        return false;
+    if (dt != BP_DTYPE_F32 && dt != BP_DTYPE_BF16 && dt != BP_DTYPE_F16)
+        return false;
+    /* Set before creating the primitive too: oneDNN sizes some kernels' work split
+     * by the thread count it sees then. */
+    if (api.omp_set_num_threads)
+        api.omp_set_num_threads(threads);
+    dnnl_key key;
+    memset(&key, 0, sizeof key); /* compared with memcmp: padding included */
+    key.dt = dt;
+    key.threads = threads;
+    key.g.m = g->m, key.g.n = g->n, key.g.k = g->k;
+    key.g.sam = g->sam, key.g.sak = g->sak, key.g.sbk = g->sbk;
+    key.g.sbn = g->sbn, key.g.scm = g->scm, key.g.scn = g->scn;
+    key.g.nbatch = g->nbatch;
+    for (int d = 0; d < g->nbatch; d++) {
+        key.g.bshape[d] = g->bshape[d];
+        key.g.bsa[d] = g->bsa[d], key.g.bsb[d] = g->bsb[d], key.g.bsc[d] = g->bsc[d];
+    }
+    key.g.items = g->items;
+    dnnl_entry *e = acquire(&key, log);
+    if (!e)
+        return false;
+    bool done = e->primitive && execute(e, a, b, c);
+    release(e);
+    return done;
+}
