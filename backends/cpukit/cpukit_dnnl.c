@@ -2,8 +2,11 @@
  *
  * Threads and streams. A oneDNN primitive is immutable once created and may be
  * executed from several threads at once, each through its own stream (a stream is not
- * thread-safe); the engine may be shared. So: one CPU engine for the process, one
- * stream per calling thread (a thread-specific key whose destructor frees it).
+ * thread-safe); the engine may be shared. So: one CPU engine for the process, and a
+ * stack of idle streams that a call takes one from (or creates one) and puts back:
+ * as many streams as calls ever ran at once. Not per-thread streams freed by a
+ * thread-exit destructor: a stream worker that ends at process exit, after oneDNN's
+ * own destructors ran, would call into a finalised library.
  *
  * Primitives. Creating a matmul primitive (choosing and JIT-compiling the kernel) costs
  * far more than a small product, so they are kept in a cache of CACHE_SIZE entries
@@ -16,6 +19,12 @@
  * primitives (the default build, DNNL_ENABLE_CONCURRENT_EXEC off), grown as needed and
  * reused across calls: no allocation per call and no buffer of ours to size, and
  * concurrent calls from several threads never share one.
+ *
+ * Process exit. A program may exit with a matmul still running on a stream worker, and
+ * exit runs oneDNN's destructors (its primitive cache among them), after the atexit
+ * handlers. Ours, registered when oneDNN loads, waits for the calls in flight and
+ * turns later ones away (the caller's next engine runs them), so none runs into a
+ * finalised library.
  *
  * f32 is computed in f32: the fpmath mode is strict (oneDNN would otherwise honour
  * ONEDNN_DEFAULT_FPMATH_MODE and may compute f32 in bf16). */
@@ -52,15 +61,12 @@ static cpukit_log_fn load_log;
 static const char *load_failure = "not loaded";
 static char load_reason[512];
 static dnnl_engine_t engine;
-static pthread_key_t stream_key;
 
 /* BP_ONEDNN_LIBRARY chooses code: read with secure_getenv. */
 static const char *library_name(void) {
     const char *name = secure_getenv("BP_ONEDNN_LIBRARY");
     return name && *name ? name : "libdnnl.so.3";
 }
-
-static void destroy_stream(void *stream) { api.stream_destroy(stream); }
 
 static const char *fail(const char *fmt, const char *a, const char *b) {
     snprintf(load_reason, sizeof load_reason, fmt, a, b);
@@ -97,14 +103,44 @@ static const char *load_library(const char *name) {
         dlclose(lib);
         return fail("%s: no CPU engine%s", name, "");
     }
-    if (pthread_key_create(&stream_key, destroy_stream) != 0)
-        return fail("%s: no thread-specific key for its streams%s", name, "");
     return NULL; /* the library stays loaded for the life of the process */
+}
+
+/* Calls in flight, and whether the process is exiting (see "Process exit"). */
+static pthread_mutex_t flight_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flight_done = PTHREAD_COND_INITIALIZER;
+static int in_flight;
+static bool exiting;
+
+static void wait_for_calls_at_exit(void) {
+    pthread_mutex_lock(&flight_lock);
+    exiting = true;
+    while (in_flight > 0)
+        pthread_cond_wait(&flight_done, &flight_lock);
+    pthread_mutex_unlock(&flight_lock);
+}
+
+/* A call may start: false once the process exits. */
+static bool begin_call(void) {
+    pthread_mutex_lock(&flight_lock);
+    bool ok = !exiting;
+    in_flight += ok;
+    pthread_mutex_unlock(&flight_lock);
+    return ok;
+}
+
+static void end_call(void) {
+    pthread_mutex_lock(&flight_lock);
+    if (--in_flight == 0)
+        pthread_cond_broadcast(&flight_done);
+    pthread_mutex_unlock(&flight_lock);
 }
 
 static void load(void) {
     cpukit_log_fn log = load_log;
     load_failure = load_library(library_name());
+    if (!load_failure && atexit(wait_for_calls_at_exit) != 0)
+        load_failure = "no atexit handler could be registered to stop it at exit";
     if (load_failure) {
         LOG(BP_LOG_INFO, "matmul", "oneDNN: %s", load_failure);
         return;
@@ -286,22 +322,41 @@ static void release(dnnl_entry *e) {
 
 /* ---- execution ---- */
 
-static dnnl_stream_t thread_stream(void) {
-    dnnl_stream_t stream = pthread_getspecific(stream_key);
-    if (!stream) {
-        if (api.stream_create(&stream, engine, dnnl_stream_default_flags) != dnnl_success)
-            return NULL;
-        if (pthread_setspecific(stream_key, stream) != 0) {
-            api.stream_destroy(stream);
-            return NULL;
-        }
+typedef struct stream_node {
+    dnnl_stream_t stream;
+    struct stream_node *next;
+} stream_node;
+
+static pthread_mutex_t stream_lock = PTHREAD_MUTEX_INITIALIZER;
+static stream_node *idle_streams;
+
+/* An idle stream, or a new one; NULL when none can be made. */
+static stream_node *take_stream(void) {
+    pthread_mutex_lock(&stream_lock);
+    stream_node *node = idle_streams;
+    if (node)
+        idle_streams = node->next;
+    pthread_mutex_unlock(&stream_lock);
+    if (node)
+        return node;
+    node = malloc(sizeof *node);
+    if (node && api.stream_create(&node->stream, engine, dnnl_stream_default_flags) != dnnl_success) {
+        free(node);
+        node = NULL;
     }
-    return stream;
+    return node;
+}
+
+static void put_stream(stream_node *node) {
+    pthread_mutex_lock(&stream_lock);
+    node->next = idle_streams;
+    idle_streams = node;
+    pthread_mutex_unlock(&stream_lock);
 }
 
 static bool execute(const dnnl_entry *e, const void *a, const void *b, void *c) {
-    dnnl_stream_t stream = thread_stream();
-    if (!stream)
+    stream_node *node = take_stream();
+    if (!node)
         return false;
     dnnl_memory_t mem[3] = {NULL, NULL, NULL};
     void *handles[3] = {(void *)a, (void *)b, c};
@@ -311,12 +366,13 @@ static bool execute(const dnnl_entry *e, const void *a, const void *b, void *c) 
     if (ok) {
         dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]},
                                    {DNNL_ARG_DST, mem[2]}};
-        ok = api.primitive_execute(e->primitive, stream, 3, args) == dnnl_success &&
-             api.stream_wait(stream) == dnnl_success;
+        ok = api.primitive_execute(e->primitive, node->stream, 3, args) == dnnl_success &&
+             api.stream_wait(node->stream) == dnnl_success;
     }
     for (int i = 0; i < 3; i++)
         if (mem[i])
             api.memory_destroy(mem[i]);
+    put_stream(node);
     return ok;
 }
 
@@ -325,6 +381,8 @@ bool cpukit_dnnl_matmul(const cpukit_mm_geometry *g, bp_dtype dt, const void *a,
     if (cpukit_dnnl_load(log) || g->k <= 0)
         return false;
     if (dt != BP_DTYPE_F32 && dt != BP_DTYPE_BF16 && dt != BP_DTYPE_F16)
+        return false;
+    if (!begin_call())
         return false;
     /* Set before creating the primitive too: oneDNN sizes some kernels' work split
      * by the thread count it sees then. */
@@ -344,9 +402,9 @@ bool cpukit_dnnl_matmul(const cpukit_mm_geometry *g, bp_dtype dt, const void *a,
     }
     key.g.items = g->items;
     dnnl_entry *e = acquire(&key, log);
-    if (!e)
-        return false;
-    bool done = e->primitive && execute(e, a, b, c);
-    release(e);
+    bool done = e && e->primitive && execute(e, a, b, c);
+    if (e)
+        release(e);
+    end_call();
     return done;
 }
