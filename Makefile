@@ -30,9 +30,10 @@ intel-opencl: deps
 
 # oneDNN 3.2 from PyPI, in .onednn (headers and libdnnl.so.3): the cpu matmul engine
 # compiles against its headers and the tests load it (docs/ops.md, "cpu matmul engines");
-# without it that engine is not built and its tests are skipped.
+# without it (e.g. offline) that engine is not built and its tests are skipped, so a
+# failed download does not stop the build.
 onednn: deps
-	@scripts/onednn.sh
+	@scripts/onednn.sh || echo "onednn: not installed: the cpu matmul builds without its oneDNN engine"
 
 build: deps onednn
 	$(BUILD_UMASK) cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
