@@ -77,9 +77,13 @@ package: deps
 # Runs the main job, sliced attention under each schedule (samples/sliced_attention.c),
 # on the default device (BP_DEVICE picks another; DEMO_ARGS passes options, e.g.
 # DEMO_ARGS="--shape 8,32,2048,128 --slices 256"). device_tour is built too.
+# The oneDNN of `make onednn` (scripts/onednn.sh) for the cpu matmul engine of the demo
+# and the benchmarks when it is installed, unless BP_ONEDNN_LIBRARY names another.
+ONEDNN_LIBRARY = $(CURDIR)/.onednn/lib/libdnnl.so.3
+ONEDNN_ENV = $(if $(wildcard $(ONEDNN_LIBRARY)),BP_ONEDNN_LIBRARY="$${BP_ONEDNN_LIBRARY:-$(ONEDNN_LIBRARY)}")
 DEMO_ARGS ?=
 demo: build
-	$(BUILD_DIR)/bin/sliced_attention $(DEMO_ARGS)
+	$(ONEDNN_ENV) $(BUILD_DIR)/bin/sliced_attention $(DEMO_ARGS)
 
 # Every test, in a release build and again under AddressSanitizer + UBSan; then the
 # flake check: the concurrency tests STRESS_ITERATIONS times each, every core loaded
@@ -157,7 +161,7 @@ test-arm-asan: deps-arm
 bench: build
 	$(BUILD_DIR)/bin/bp-bench alloc
 	$(BUILD_DIR)/bin/bp-bench dispatch
-	$(BUILD_DIR)/bin/bp-bench ops
+	$(ONEDNN_ENV) $(BUILD_DIR)/bin/bp-bench ops
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) $(TSAN_BUILD_DIR) $(ARM_BUILD_DIR) $(ARM_ASAN_BUILD_DIR) \
