@@ -78,9 +78,10 @@ package: deps
 # on the default device (BP_DEVICE picks another; DEMO_ARGS passes options, e.g.
 # DEMO_ARGS="--shape 8,32,2048,128 --slices 256"). device_tour is built too.
 # The oneDNN of `make onednn` (scripts/onednn.sh) for the cpu matmul engine of the demo
-# and the benchmarks when it is installed, unless BP_ONEDNN_LIBRARY names another.
+# and the benchmarks when it is installed (tested when the recipe runs, after `onednn`),
+# unless BP_ONEDNN_LIBRARY names another; empty is the same as unset.
 ONEDNN_LIBRARY = $(CURDIR)/.onednn/lib/libdnnl.so.3
-ONEDNN_ENV = $(if $(wildcard $(ONEDNN_LIBRARY)),BP_ONEDNN_LIBRARY="$${BP_ONEDNN_LIBRARY:-$(ONEDNN_LIBRARY)}")
+ONEDNN_ENV = BP_ONEDNN_LIBRARY="$${BP_ONEDNN_LIBRARY:-$$(test -e $(ONEDNN_LIBRARY) && echo $(ONEDNN_LIBRARY))}"
 DEMO_ARGS ?=
 demo: build
 	$(ONEDNN_ENV) $(BUILD_DIR)/bin/sliced_attention $(DEMO_ARGS)
