@@ -15,10 +15,12 @@
  * freed by the last user. A geometry that oneDNN implements only with its reference
  * kernel is cached too, as "no primitive", so the caller's fallback is not re-decided.
  *
- * Scratchpad: library mode. oneDNN then keeps one scratchpad per thread for all
- * primitives (the default build, DNNL_ENABLE_CONCURRENT_EXEC off), grown as needed and
- * reused across calls: no allocation per call and no buffer of ours to size, and
- * concurrent calls from several threads never share one.
+ * Scratchpad: user mode. In library mode a build like PyPI's (DNNL_ENABLE_CONCURRENT_EXEC
+ * off) shares one scratchpad among primitives and requires each primitive to run on
+ * the thread that created it, which a cache shared by the stream workers cannot
+ * promise (two streams' bf16 products were seen to corrupt each other). So each
+ * primitive's scratchpad comes from a buffer that belongs to the stream the call took
+ * (below): held by one call at a time, grown as needed, reused across calls.
  *
  * Process exit. A program may exit with a matmul still running on a stream worker, and
  * exit runs oneDNN's destructors (its primitive cache among them), after the atexit
@@ -46,7 +48,8 @@
     X(memory_desc_create_with_strides) X(memory_desc_destroy) X(memory_create)             \
     X(memory_destroy) X(primitive_attr_create) X(primitive_attr_destroy)                   \
     X(primitive_attr_set_fpmath_mode) X(primitive_attr_set_scratchpad_mode)                \
-    X(matmul_primitive_desc_create) X(primitive_desc_query) X(primitive_desc_destroy)      \
+    X(matmul_primitive_desc_create) X(primitive_desc_query) X(primitive_desc_query_md)     \
+    X(primitive_desc_destroy) X(memory_desc_clone) X(memory_desc_get_size)                 \
     X(primitive_create) X(primitive_execute) X(primitive_destroy)
 
 static struct {
@@ -173,7 +176,8 @@ typedef struct dnnl_key {
 typedef struct dnnl_entry {
     dnnl_key key;
     dnnl_primitive_t primitive; /* NULL: oneDNN has only its reference kernel for it */
-    dnnl_memory_desc_t md[3];   /* a, b, c */
+    dnnl_memory_desc_t md[4];   /* a, b, c, the scratchpad */
+    size_t scratch_bytes;
     int users;                  /* calls executing it now */
     bool evicted;               /* out of the cache: the last user frees it */
     uint64_t last_use;
@@ -194,7 +198,7 @@ static bool first_time(bool *flag) {
 static void free_entry(dnnl_entry *e) {
     if (e->primitive)
         api.primitive_destroy(e->primitive);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (e->md[i])
             api.memory_desc_destroy(e->md[i]);
     free(e);
@@ -257,7 +261,7 @@ static dnnl_entry *create_entry(const dnnl_key *key, cpukit_log_fn log) {
         return e;
     dnnl_primitive_desc_t pd = NULL;
     if (api.primitive_attr_set_fpmath_mode(attr, dnnl_fpmath_mode_strict) == dnnl_success &&
-        api.primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_library) ==
+        api.primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ==
             dnnl_success &&
         api.matmul_primitive_desc_create(&pd, engine, e->md[0], e->md[1], NULL, e->md[2], attr) !=
             dnnl_success)
@@ -267,7 +271,11 @@ static dnnl_entry *create_entry(const dnnl_key *key, cpukit_log_fn log) {
         return e;
     const char *impl = "";
     api.primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    if (strncmp(impl, "ref", 3) != 0 && api.primitive_create(&e->primitive, pd) == dnnl_success) {
+    const_dnnl_memory_desc_t scratch = api.primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    if (strncmp(impl, "ref", 3) != 0 && scratch &&
+        api.memory_desc_clone(&e->md[3], scratch) == dnnl_success &&
+        api.primitive_create(&e->primitive, pd) == dnnl_success) {
+        e->scratch_bytes = api.memory_desc_get_size(e->md[3]);
         if (first_time(&logged_impl[key->dt]))
             LOG(BP_LOG_INFO, "matmul", "%s matmul on oneDNN (%s)", dtype_name(key->dt), impl);
     } else {
@@ -324,6 +332,8 @@ static void release(dnnl_entry *e) {
 
 typedef struct stream_node {
     dnnl_stream_t stream;
+    void *scratch; /* the scratchpad of the call holding this stream */
+    size_t scratch_bytes;
     struct stream_node *next;
 } stream_node;
 
@@ -339,7 +349,7 @@ static stream_node *take_stream(void) {
     pthread_mutex_unlock(&stream_lock);
     if (node)
         return node;
-    node = malloc(sizeof *node);
+    node = calloc(1, sizeof *node);
     if (node && api.stream_create(&node->stream, engine, dnnl_stream_default_flags) != dnnl_success) {
         free(node);
         node = NULL;
@@ -354,22 +364,33 @@ static void put_stream(stream_node *node) {
     pthread_mutex_unlock(&stream_lock);
 }
 
+/* The stream's scratchpad grown to bytes (64-byte aligned); false when it cannot be. */
+static bool reserve_scratch(stream_node *node, size_t bytes) {
+    if (bytes <= node->scratch_bytes)
+        return true;
+    free(node->scratch);
+    node->scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    node->scratch_bytes = node->scratch ? bytes : 0;
+    return node->scratch != NULL;
+}
+
 static bool execute(const dnnl_entry *e, const void *a, const void *b, void *c) {
     stream_node *node = take_stream();
     if (!node)
         return false;
-    dnnl_memory_t mem[3] = {NULL, NULL, NULL};
-    void *handles[3] = {(void *)a, (void *)b, c};
-    bool ok = true;
-    for (int i = 0; i < 3 && ok; i++)
+    dnnl_memory_t mem[4] = {NULL, NULL, NULL, NULL};
+    void *handles[4] = {(void *)a, (void *)b, c, NULL};
+    bool ok = reserve_scratch(node, e->scratch_bytes);
+    handles[3] = node->scratch;
+    for (int i = 0; i < 4 && ok; i++)
         ok = api.memory_create(&mem[i], e->md[i], engine, handles[i]) == dnnl_success;
     if (ok) {
-        dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]},
-                                   {DNNL_ARG_DST, mem[2]}};
-        ok = api.primitive_execute(e->primitive, node->stream, 3, args) == dnnl_success &&
+        dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]},
+                                   {DNNL_ARG_DST, mem[2]}, {DNNL_ARG_SCRATCHPAD, mem[3]}};
+        ok = api.primitive_execute(e->primitive, node->stream, 4, args) == dnnl_success &&
              api.stream_wait(node->stream) == dnnl_success;
     }
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (mem[i])
             api.memory_destroy(mem[i]);
     put_stream(node);
