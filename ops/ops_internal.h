@@ -115,5 +115,8 @@ BP_INTERNAL bp_status bp_cpu_launch(const bp_kernel_call *call);
  * done. Small n runs inline. Safe to call from several threads at once. */
 BP_INTERNAL void bp_parallel_for(int64_t n, int64_t grain,
                                  void (*fn)(void *ctx, int64_t begin, int64_t end), void *ctx);
+/* The threads a bp_parallel_for runs on (the caller included; BP_NUM_THREADS, else
+ * one per core): what a library with its own threads is told to use (ops/cpu/matmul.c). */
+BP_INTERNAL int bp_parallel_threads(void);
 
 #endif

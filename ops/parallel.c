@@ -43,3 +43,8 @@ void bp_parallel_for(int64_t n, int64_t grain, void (*fn)(void *ctx, int64_t beg
     }
     cpukit_pool_parallel_for(pool, n, grain, fn, ctx);
 }
+
+int bp_parallel_threads(void) {
+    pthread_once(&pool_once, start_pool);
+    return pool ? cpukit_pool_threads(pool) : 1;
+}

@@ -21,8 +21,9 @@ case "${1:-}" in
     packages+=(libze-dev libze1 intel-opencl-icd)
     arch=""
     # python3 with venv: scripts/intel-opencl.sh installs Intel's OpenCL CPU runtime from
-    # PyPI into a virtual environment of the project (make test runs it).
-    packages+=(python3 python3-venv)
+    # PyPI into a virtual environment of the project (make test runs it); pip:
+    # scripts/onednn.sh downloads oneDNN's wheels with `python3 -m pip download`.
+    packages+=(python3 python3-venv python3-pip)
     # The Debian packages (`make package`, cmake/packaging.cmake): dpkg-shlibdeps (dpkg-dev)
     # and file, which CPack's DEB generator runs; lintian, which tests/deb/deb.cmake runs.
     packages+=(dpkg-dev file lintian)

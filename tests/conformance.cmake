@@ -3,7 +3,7 @@
 # the docs name. Every run goes through check_conformance.cmake, which checks the exit
 # code and the report, not only the output.
 set(bp_broken_plugin ${BP_TEST_PLUGIN_DIR}/broken/libbp_broken.so)
-set(bp_conf_env "BP_PLUGIN_PATH=;BP_PLUGINS=;BP_DEVICE=;BP_MEMORY_LIMIT_MB=0;BP_AUTOLOAD=;BP_TRACE_OPS=;BP_PROFILE=;BP_CPU_FALLBACK=;BP_BLAS=;BP_BROKEN_DEFECT=")
+set(bp_conf_env "BP_PLUGIN_PATH=;BP_PLUGINS=;BP_DEVICE=;BP_MEMORY_LIMIT_MB=0;BP_AUTOLOAD=;BP_TRACE_OPS=;BP_PROFILE=;BP_CPU_FALLBACK=;BP_BLAS=;BP_CPU_MATMUL=;BP_ONEDNN_LIBRARY=;BP_BROKEN_DEFECT=")
 
 # bp_conformance_test(<name> EXIT <code> [EXPECT <regex>...] [DEFECT <defect>] ARGS <args>...)
 function(bp_conformance_test name)

@@ -1,7 +1,14 @@
 /* cpu kernels of op "matmul": out[..., M, N] = a[..., M, K] @ b[..., K, N] for f32,
  * f16 and bf16, accumulating in f32, with any strides and broadcast batch dims.
  *
- * Two engines:
+ * Three engines, chosen by BP_CPU_MATMUL=auto|onednn|blas|builtin (read once; auto,
+ * the default, takes the first available in this order; one asked for but
+ * unavailable is a warning, once, and the next in that order runs; docs/ops.md):
+ *  - oneDNN (backends/cpukit/cpukit_dnnl.c, loaded at the first call; x86-64 builds
+ *    with dnnl.h): every dtype natively, operands in place with their strides and
+ *    broadcast batch dims, one primitive call for the whole batch. A call it has no
+ *    fast kernel for (only its reference one, or strides it cannot express) goes to
+ *    the next engine.
  *  - CBLAS (OpenBLAS, loaded at the first call: blas.h; BP_BLAS=0 turns it off): f32
  *    operands whose strides BLAS can express
  *    (one unit stride, a leading dim at least the row length) go straight to
@@ -14,9 +21,12 @@
  *    into f32 buffers on the stack, and an MR x NR register tile of GNU C vectors
  *    (with an AVX2+FMA clone on x86-64).
  *
- * Threading. OpenBLAS has its own thread pool and our bp_parallel_for pool has one
- * thread per core too; OpenBLAS threads started inside our pool's chunks would put
- * two threads on every core (and OpenBLAS serialises concurrent threaded calls). We
+ * Threading. oneDNN (GNU OpenMP) and OpenBLAS have their own thread pools and our
+ * bp_parallel_for pool has one thread per core too; library threads started inside
+ * our pool's chunks would put two threads on every core (and OpenBLAS serialises
+ * concurrent threaded calls). oneDNN is called once per kernel from the stream
+ * worker, while our pool idles, with the worker's OpenMP thread count set to our
+ * pool's (bp_parallel_threads: BP_NUM_THREADS, else one per core). We
  * leave OpenBLAS's thread count alone (it is process-wide, and the application may
  * use OpenBLAS itself) and keep the two pools apart within a call: a large item
  * (M*N*K above OpenBLAS's own single-thread threshold) is one sgemm call from the
@@ -26,6 +36,8 @@
  * OpenBLAS set to one thread and the rows split over two threads (4096^3: 184 / 177).
  * Kernels running at once on several streams can still overlap the pools. */
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +45,7 @@
 #include "dtype_convert.h"
 #include "simd.h"
 #include "cpukit_blas.h"
+#include "cpukit_dnnl.h"
 #include "cpukit_matmul.h"
 #include "ops_internal.h"
 
@@ -209,6 +222,59 @@ static bool blas_fits(const mm_job *j) {
            (double)j->g.m * (double)j->g.n <= (double)INT_MAX;
 }
 
+/* ---- the engine choice ---- */
+
+typedef enum { ENGINE_AUTO, ENGINE_ONEDNN, ENGINE_BLAS, ENGINE_BUILTIN } mm_engine;
+
+static const char *const engine_names[] = {"auto", "onednn", "blas", "builtin"};
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static mm_engine engine_asked;
+
+/* BP_CPU_MATMUL chooses code: read with secure_getenv. */
+static void read_engine(void) {
+    const char *value = secure_getenv("BP_CPU_MATMUL");
+    engine_asked = ENGINE_AUTO;
+    if (!value || !*value)
+        return;
+    for (int e = 0; e < (int)(sizeof engine_names / sizeof engine_names[0]); e++)
+        if (strcmp(value, engine_names[e]) == 0) {
+            engine_asked = (mm_engine)e;
+            return;
+        }
+    bp_log(BP_LOG_WARN, "matmul", "BP_CPU_MATMUL='%s' is not auto, onednn, blas or builtin; "
+           "using auto", value);
+}
+
+/* oneDNN, when asked for (or auto) and loadable. Asked for by name (BP_CPU_MATMUL=onednn
+ * or a BP_ONEDNN_LIBRARY) but not loadable: a warning, once. */
+static bool onednn_usable(void) {
+    if (engine_asked != ENGINE_AUTO && engine_asked != ENGINE_ONEDNN)
+        return false;
+    const char *why = cpukit_dnnl_load(bp_log);
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    const char *library = secure_getenv("BP_ONEDNN_LIBRARY");
+    bool named = engine_asked == ENGINE_ONEDNN || (library && *library);
+    if (why && named && !atomic_flag_test_and_set(&warned))
+        bp_log(BP_LOG_WARN, "matmul", "oneDNN asked for (BP_CPU_MATMUL=%s, BP_ONEDNN_LIBRARY=%s) "
+               "but unavailable: %s; using %s", engine_names[engine_asked],
+               library && *library ? library : "unset", why,
+               cpukit_blas_enabled() ? "CBLAS when found, else the built-in kernel"
+                                     : "the built-in kernel");
+    return why == NULL;
+}
+
+/* cblas_sgemm unless builtin is asked for; BLAS asked for but not found: a warning. */
+static cpukit_sgemm_fn blas_engine(void) {
+    if (engine_asked == ENGINE_BUILTIN)
+        return NULL;
+    cpukit_sgemm_fn sgemm = cpukit_blas_sgemm(bp_log);
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    if (!sgemm && engine_asked == ENGINE_BLAS && !atomic_flag_test_and_set(&warned))
+        bp_log(BP_LOG_WARN, "matmul", "BP_CPU_MATMUL=blas but no CBLAS library is usable (see "
+               "BP_BLAS and the lines above); using the built-in kernel");
+    return sgemm;
+}
+
 /* ---- the kernel ---- */
 
 static void zero_out(const mm_job *j) {
@@ -233,9 +299,13 @@ static void matmul(const bp_kernel_call *call) {
         zero_out(&j);
         return;
     }
+    pthread_once(&engine_once, read_engine);
+    if (onednn_usable() &&
+        cpukit_dnnl_matmul(&j.g, j.dt, j.a, j.b, j.c, bp_parallel_threads(), bp_log))
+        return;
     j.mtiles = (j.g.m + MC - 1) / MC;
     j.ntiles = (j.g.n + NC - 1) / NC;
-    j.sgemm = cpukit_blas_sgemm(bp_log);
+    j.sgemm = blas_engine();
     double work = (double)j.g.m * (double)j.g.n * (double)j.g.k;
     if (j.sgemm && blas_fits(&j)) {
         if (j.g.items > 1 && work <= BLAS_SERIAL_WORK)
