@@ -46,6 +46,11 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=${PYTHON:-python3}
 BENCH=${BP_BENCH:-$ROOT/build/bin/bp-bench}
+# The oneDNN that scripts/onednn.sh installed, as `make bench` uses it, unless
+# BP_ONEDNN_LIBRARY names another.
+if [[ -z ${BP_ONEDNN_LIBRARY:-} && -e $ROOT/.onednn/lib/libdnnl.so.3 ]]; then
+    export BP_ONEDNN_LIBRARY=$ROOT/.onednn/lib/libdnnl.so.3
+fi
 MAX_THREADS=64 # the cpu backend's pool (ops/parallel.c)
 
 usage() {
