@@ -4,6 +4,8 @@
  * defines:
  *   VL          lanes of VF (8 or 16), VF and VI the GNU C float and int32 vectors,
  *   VSPLAT(x)   a VF of x in every lane, VLANES a VI of 0 .. VL - 1,
+ * and, for the f32 task (sdpa_range_f32; ops/cpu/sdpa_avx512bf16.c takes only the
+ * softmax and the helpers):
  *   MR, NR      the tile's rows and columns, NR a multiple of VL dividing SDPA_BQ,
  *   TILE(...)   the tile product, with simd.h's tile_4x16 arguments,
  *   TASK_ATTR   attributes of the task function (SIMD_CLONES, or nothing).
@@ -145,6 +147,7 @@ static inline void store_rows(const sdpa_job *j, const softmax_state *w, float *
     }
 }
 
+#ifdef TILE
 /* A task's f32 scratch, carved from one allocation per chunk of tasks. */
 typedef struct scratch {
     softmax_state s;
@@ -233,3 +236,4 @@ static void sdpa_range_f32(const sdpa_job *j, int64_t begin, int64_t end) {
         sdpa_task(j, &w, t);
     free(mem);
 }
+#endif
