@@ -11,6 +11,8 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -339,7 +341,33 @@ static void test_errors(void **state) {
         bp_tensor_release(all[t]);
 }
 
+/* Why the path BP_CPU_SDPA names cannot run on this CPU (the library would warn and use
+ * auto instead), or NULL. */
+static const char *path_unavailable(void) {
+    const char *path = getenv("BP_CPU_SDPA");
+    bool bf16 = path && strcmp(path, "avx512bf16") == 0;
+    if (!path || !(bf16 || strcmp(path, "avx512") == 0))
+        return NULL;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl") ||
+        !__builtin_cpu_supports("fma"))
+        return "the CPU lacks AVX-512";
+    if (bf16 && !__builtin_cpu_supports("avx512bf16"))
+        return "the CPU lacks AVX512-BF16";
+    return NULL;
+#else
+    return "not an x86-64 CPU";
+#endif
+}
+
 int main(void) {
+    const char *unavailable = path_unavailable();
+    if (unavailable) {
+        printf("skipped: BP_CPU_SDPA=%s: %s\n", getenv("BP_CPU_SDPA"), unavailable);
+        return 0;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attribute_combinations),
         cmocka_unit_test(test_shapes),

@@ -92,10 +92,12 @@ static inline uint32_t bf16_at(const char *row, int64_t x, int64_t n, int64_t st
     return h;
 }
 
-/* f32 lanes (finite) rounded to bf16 bits, to nearest even, in the low halves. */
+/* f32 lanes rounded to bf16 bits, to nearest even, in the low halves; NaN stays NaN
+ * (a NaN score poisons its row, as on the other paths). */
 INLINE vu16 bf16_bits(vf16 x) {
     vu16 u = (vu16)x;
-    return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    vu16 nan = (vu16)(x != x);
+    return ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16 & ~nan) | (0x7fc0u & nan);
 }
 
 /* A task's scratch, carved from one allocation per chunk of tasks (4-byte units). */
