@@ -16,9 +16,12 @@ typedef int32_t vi16 __attribute__((vector_size(64), aligned(4)));
 
 enum { AVX512_MR = 8, AVX512_NR = 32 };
 
+#define SPLAT16(x) \
+    ((vf16){(x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x), (x)})
+
 #define ROW_STEP(r) \
     do { \
-        vf16 ar = (vf16){0} + ap[(r) * ars]; \
+        vf16 ar = SPLAT16(ap[(r) * ars]); \
         c##r##0 += ar * b0; \
         c##r##1 += ar * b1; \
     } while (0)
@@ -60,7 +63,7 @@ INLINE void tile_8x32(int64_t kd, const float *a, int64_t ars, int64_t aks, cons
 #define VL 16
 #define VF vf16
 #define VI vi16
-#define VSPLAT(x) ((vf16){0} + (x))
+#define VSPLAT SPLAT16
 #define VLANES ((vi16){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 #define MR AVX512_MR
 #define NR AVX512_NR

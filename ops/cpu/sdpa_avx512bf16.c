@@ -6,9 +6,11 @@
  * reduction, so a task packs (once, in its scratch):
  *   Q^T as [d/2][BQ] words  (query pairs x, x+1 of row r; the tile's vector operand),
  * and each key block
- *   K as [BK][d/2] words    (a key row as it lies in memory; the broadcast operand),
+ *   K^T as [d/2][BK] words  (key pairs x, x+1 of key c; the broadcast operand),
  *   V as [BK/2][dp] words   (value rows 2c and 2c+1 interleaved; the vector operand),
- *   P^T as [BK/2][BQ] words (probabilities of keys 2c and 2c+1, rounded to bf16).
+ *   P^T as [BK/2][BQ] words (probabilities of keys 2c and 2c+1, rounded to bf16;
+ *                            the broadcast operand).
+ * Both broadcast operands are thus read along a row of 64 words, with constant strides.
  * The online softmax (sdpa_flash.h) runs in f32 on the unscaled scores times scale.
  * P is rounded to bf16 before P V, as FlashAttention does on GPUs: each term p_j v_j
  * gains a relative error of at most 2^-9, so the output's error bound grows by 2^-9
@@ -38,10 +40,12 @@ typedef uint16_t vh16 __attribute__((vector_size(32), aligned(2)));
 #include "sdpa_flash.h"
 
 enum { BF_MR = 8, BF_NR = 32, BK2 = BK / 2 };
+/* The broadcast operands K^T and P^T are panels of rows BK and BQ words long. */
+_Static_assert(SDPA_BQ == SDPA_BK, "one panel width for K^T and P^T");
 
 #define ROW_STEP(r) \
     do { \
-        __m512bh ar = (__m512bh)_mm512_set1_epi32((int)ap[(r) * ars]); \
+        __m512bh ar = (__m512bh)_mm512_set1_epi32((int)ap[r]); \
         c##r##0 = _mm512_dpbf16_ps(c##r##0, ar, b0); \
         c##r##1 = _mm512_dpbf16_ps(c##r##1, ar, b1); \
     } while (0)
@@ -53,16 +57,15 @@ enum { BF_MR = 8, BF_NR = 32, BK2 = BK / 2 };
     } while (0)
 
 /* c[8][32] (row stride ldc) = (accumulate ? c : 0) + a @ b over kd2 word steps: a's word
- * (r, p) at a[r * ars + p * aks] is broadcast, b's row p of 32 words starts at
- * b + p * ldb; each word holds two bf16 of the reduction. */
-INLINE void tile_bf16_8x32(int64_t kd2, const uint32_t *a, int64_t ars, int64_t aks,
-                           const uint32_t *b, int64_t ldb, float *c, int64_t ldc,
-                           int accumulate) {
+ * (r, p) at a[p * BQ + r] is broadcast, b's row p of 32 words starts at b + p * ldb;
+ * each word holds two bf16 of the reduction. */
+INLINE void tile_bf16_8x32(int64_t kd2, const uint32_t *a, const uint32_t *b, int64_t ldb,
+                           float *c, int64_t ldc, int accumulate) {
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00;
     __m512 c61 = c00, c70 = c00, c71 = c00;
     for (int64_t p = 0; p < kd2; p++) {
-        const uint32_t *bp = b + p * ldb, *ap = a + p * aks;
+        const uint32_t *bp = b + p * ldb, *ap = a + p * BQ;
         __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp);
         __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + 16);
         ROW_STEP(0);
@@ -104,20 +107,20 @@ INLINE vu16 bf16_bits(vf16 x) {
 typedef struct bf16_scratch {
     softmax_state s;
     uint32_t *qp; /* [d2][BQ]  query pairs, transposed; columns past bq zero */
-    uint32_t *kp; /* [BK][d2]  key pairs */
+    uint32_t *kp; /* [d2][BK]  key pairs, transposed */
     uint32_t *vp; /* [BK2][dp] value pairs of key rows 2c and 2c + 1; columns past d zero */
     uint32_t *pp; /* [BK2][BQ] probability pairs of keys 2c and 2c + 1 */
     float *o;     /* [BQ][dp]  output accumulator */
 } bf16_scratch;
 
 static size_t bf16_scratch_words(int64_t d2, int64_t dp) {
-    return (size_t)(d2 * BQ + BK * d2 + BK2 * dp + BK2 * BQ + BQ * dp + BK * BQ + 3 * BQ);
+    return (size_t)(d2 * BQ + d2 * BK + BK2 * dp + BK2 * BQ + BQ * dp + BK * BQ + 3 * BQ);
 }
 
 static void bf16_scratch_carve(bf16_scratch *w, uint32_t *mem, int64_t d2, int64_t dp) {
     w->qp = mem;
     w->kp = w->qp + d2 * BQ;
-    w->vp = w->kp + BK * d2;
+    w->vp = w->kp + d2 * BK;
     w->pp = w->vp + BK2 * dp;
     w->o = (float *)(w->pp + BK2 * BQ);
     w->s.st = w->o + BQ * dp;
@@ -126,20 +129,20 @@ static void bf16_scratch_carve(bf16_scratch *w, uint32_t *mem, int64_t d2, int64
     w->s.corr = w->s.l + BQ;
 }
 
-/* Key rows j0 .. j0 + bk - 1 into kp, and their values, paired, into vp (an odd bk's
+/* Key rows j0 .. j0 + bk - 1 into kp (transposed), and their values, paired, into vp (an odd bk's
  * last pair gets a zero row: its probability is 0, and 0 times a stale Inf is NaN). */
 static void pack_kv(const sdpa_job *j, bf16_scratch *w, const char *k, const char *v,
                     int64_t j0, int64_t bk, int64_t d2, int64_t dp) {
     int64_t d = j->d;
     for (int64_t c = 0; c < bk; c++) {
         const char *krow = k + (size_t)((j0 + c) * j->ks[2]) * 2;
-        uint32_t *kw = w->kp + c * d2;
         if (j->ks[3] == 1 && d % 2 == 0)
-            memcpy(kw, krow, (size_t)d * 2);
+            for (int64_t p = 0; p < d2; p++)
+                memcpy(w->kp + p * BK + c, krow + p * 4, 4);
         else
             for (int64_t p = 0; p < d2; p++)
-                kw[p] = bf16_at(krow, 2 * p, d, j->ks[3]) |
-                        bf16_at(krow, 2 * p + 1, d, j->ks[3]) << 16;
+                w->kp[p * BK + c] = bf16_at(krow, 2 * p, d, j->ks[3]) |
+                                    bf16_at(krow, 2 * p + 1, d, j->ks[3]) << 16;
     }
     for (int64_t c = 0; c < bk; c += 2) {
         const char *even = v + (size_t)((j0 + c) * j->vs[2]) * 2;
@@ -206,15 +209,14 @@ static void bf16_task(const sdpa_job *j, bf16_scratch *w, int64_t task) {
         /* Key rows bk .. bk_mr hold stale values: their scores are never read. */
         for (int64_t c = 0; c < bk_mr; c += BF_MR)
             for (int64_t r = 0; r < bq_nr; r += BF_NR)
-                tile_bf16_8x32(d2, w->kp + c * d2, d2, 1, w->qp + r, BQ, w->s.st + c * BQ + r,
-                               BQ, 0);
+                tile_bf16_8x32(d2, w->kp + c, w->qp + r, BQ, w->s.st + c * BQ + r, BQ, 0);
         softmax_block(j, &w->s, i0, bq, j0, bk, slope, j->scale);
         rescale_rows(&w->s, w->o, bq, dp);
         pack_p(w, bk, (bq_mr + 15) / 16 * 16);
         for (int64_t r = 0; r < bq_mr; r += BF_MR)
             for (int64_t x = 0; x < dp; x += BF_NR)
-                tile_bf16_8x32((bk + 1) / 2, w->pp + r, 1, BQ, w->vp + x, dp,
-                               w->o + r * dp + x, dp, 1);
+                tile_bf16_8x32((bk + 1) / 2, w->pp + r, w->vp + x, dp, w->o + r * dp + x, dp,
+                               1);
     }
     store_rows(j, &w->s, w->o, dp, b, h, i0, bq);
 }
