@@ -134,15 +134,28 @@ static void bf16_scratch_carve(bf16_scratch *w, uint32_t *mem, int64_t d2, int64
 static void pack_kv(const sdpa_job *j, bf16_scratch *w, const char *k, const char *v,
                     int64_t j0, int64_t bk, int64_t d2, int64_t dp) {
     int64_t d = j->d;
-    for (int64_t c = 0; c < bk; c++) {
-        const char *krow = k + (size_t)((j0 + c) * j->ks[2]) * 2;
-        if (j->ks[3] == 1 && d % 2 == 0)
+    if (j->ks[3] == 1 && d % 2 == 0 && j->ks[2] < INT32_MAX / (2 * BK)) {
+        /* Rows whose pairs lie in memory as words: 16 keys' word p in one gather. */
+        const char *base = k + (size_t)(j0 * j->ks[2]) * 2;
+        for (int64_t c = 0; c < bk; c += 16) {
+            __m512i at = _mm512_mullo_epi32(_mm512_add_epi32(_mm512_set1_epi32((int)c),
+                                                             _mm512_set_epi32(15, 14, 13, 12, 11,
+                                                                              10, 9, 8, 7, 6, 5,
+                                                                              4, 3, 2, 1, 0)),
+                                            _mm512_set1_epi32((int)(j->ks[2] * 2)));
+            __mmask16 keys = bk - c >= 16 ? 0xffff : (__mmask16)((1u << (bk - c)) - 1);
             for (int64_t p = 0; p < d2; p++)
-                memcpy(w->kp + p * BK + c, krow + p * 4, 4);
-        else
+                _mm512_storeu_si512(w->kp + p * BK + c,
+                                    _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), keys, at,
+                                                                base + p * 4, 1));
+        }
+    } else {
+        for (int64_t c = 0; c < bk; c++) {
+            const char *krow = k + (size_t)((j0 + c) * j->ks[2]) * 2;
             for (int64_t p = 0; p < d2; p++)
                 w->kp[p * BK + c] = bf16_at(krow, 2 * p, d, j->ks[3]) |
                                     bf16_at(krow, 2 * p + 1, d, j->ks[3]) << 16;
+        }
     }
     for (int64_t c = 0; c < bk; c += 2) {
         const char *even = v + (size_t)((j0 + c) * j->vs[2]) * 2;
