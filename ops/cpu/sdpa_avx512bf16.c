@@ -13,9 +13,10 @@
  * Both broadcast operands are thus read along a row of 64 words, with constant strides.
  * The online softmax (sdpa_flash.h) runs in f32 on the unscaled scores times scale.
  * P is rounded to bf16 before P V, as FlashAttention does on GPUs: each term p_j v_j
- * gains a relative error of at most 2^-9, so the output's error bound grows by 2^-9
- * sum_j |p_j v_j| (conformance/op_reference.c's p_round, which the tests use); the
- * accumulation stays f32 and the output is rounded to bf16 once at the end.
+ * gains a relative error of at most 2^-8 (bf16 keeps 8 significant bits: its unit
+ * roundoff), so the output's error bound grows by 2^-8 sum_j |p_j v_j|
+ * (conformance/op_reference.c's p_round, which the tests use); the accumulation stays
+ * f32 and the output is rounded to bf16 once at the end.
  * VDPBF16PS treats bf16 denormals (below 2^-126) as zero.
  *
  * This file alone is compiled with -mavx512bf16 (ops/CMakeLists.txt); its functions run
