@@ -6,11 +6,13 @@
  * reduction, so a task packs (once, in its scratch):
  *   Q^T as [d/2][BQ] words  (query pairs x, x+1 of row r; the tile's vector operand),
  * and each key block
- *   K^T as [d/2][BK] words  (key pairs x, x+1 of key c; the broadcast operand),
+ *   K as [BK/8][d/2][8] words (panels of 8 keys: pair p of keys c .. c + 7 side by
+ *                            side; the broadcast operand of an 8-key tile),
  *   V as [BK/2][dp] words   (value rows 2c and 2c+1 interleaved; the vector operand),
  *   P^T as [BK/2][BQ] words (probabilities of keys 2c and 2c+1, rounded to bf16;
  *                            the broadcast operand).
- * Both broadcast operands are thus read along a row of 64 words, with constant strides.
+ * Both broadcast operands are thus read with constant strides (8 and BQ words), so the
+ * tile's addresses stay in registers.
  * The online softmax (sdpa_flash.h) runs in f32 on the unscaled scores times scale.
  * P is rounded to bf16 before P V, as FlashAttention does on GPUs: each term p_j v_j
  * gains a relative error of at most 2^-8 (bf16 keeps 8 significant bits: its unit
@@ -23,6 +25,7 @@
  * only after bp_cpu_sdpa_path saw the CPU has AVX512-BF16. */
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -41,8 +44,6 @@ typedef uint16_t vh16 __attribute__((vector_size(32), aligned(2)));
 #include "sdpa_flash.h"
 
 enum { BF_MR = 8, BF_NR = 32, BK2 = BK / 2 };
-/* The broadcast operands K^T and P^T are panels of rows BK and BQ words long. */
-_Static_assert(SDPA_BQ == SDPA_BK, "one panel width for K^T and P^T");
 
 #define ROW_STEP(r) \
     do { \
@@ -58,15 +59,15 @@ _Static_assert(SDPA_BQ == SDPA_BK, "one panel width for K^T and P^T");
     } while (0)
 
 /* c[8][32] (row stride ldc) = (accumulate ? c : 0) + a @ b over kd2 word steps: a's word
- * (r, p) at a[p * BQ + r] is broadcast, b's row p of 32 words starts at b + p * ldb;
- * each word holds two bf16 of the reduction. */
-INLINE void tile_bf16_8x32(int64_t kd2, const uint32_t *a, const uint32_t *b, int64_t ldb,
-                           float *c, int64_t ldc, int accumulate) {
+ * (r, p) at a[p * lda + r] is broadcast, b's row p of 32 words starts at b + p * ldb;
+ * each word holds two bf16 of the reduction. Called with a constant lda. */
+INLINE void tile_bf16_8x32(int64_t kd2, const uint32_t *a, int64_t lda, const uint32_t *b,
+                           int64_t ldb, float *c, int64_t ldc, int accumulate) {
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m512 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00;
     __m512 c61 = c00, c70 = c00, c71 = c00;
     for (int64_t p = 0; p < kd2; p++) {
-        const uint32_t *bp = b + p * ldb, *ap = a + p * BQ;
+        const uint32_t *bp = b + p * ldb, *ap = a + p * lda;
         __m512bh b0 = (__m512bh)_mm512_loadu_si512(bp);
         __m512bh b1 = (__m512bh)_mm512_loadu_si512(bp + 16);
         ROW_STEP(0);
@@ -108,7 +109,7 @@ INLINE vu16 bf16_bits(vf16 x) {
 typedef struct bf16_scratch {
     softmax_state s;
     uint32_t *qp; /* [d2][BQ]  query pairs, transposed; columns past bq zero */
-    uint32_t *kp; /* [d2][BK]  key pairs, transposed */
+    uint32_t *kp; /* [BK/8][d2][8] key pairs in panels of 8 keys */
     uint32_t *vp; /* [BK2][dp] value pairs of key rows 2c and 2c + 1; columns past d zero */
     uint32_t *pp; /* [BK2][BQ] probability pairs of keys 2c and 2c + 1 */
     float *o;     /* [BQ][dp]  output accumulator */
@@ -130,33 +131,50 @@ static void bf16_scratch_carve(bf16_scratch *w, uint32_t *mem, int64_t d2, int64
     w->s.corr = w->s.l + BQ;
 }
 
-/* Key rows j0 .. j0 + bk - 1 into kp (transposed), and their values, paired, into vp (an odd bk's
+/* Words p .. p + 7 of 8 rows, transposed: out[x * 8 + r] = word p + x of rows[r]. */
+INLINE void transpose_8x8(const char *const rows[8], int64_t p, uint32_t *out) {
+    __m256i r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm256_loadu_si256((const __m256i *)(rows[i] + p * 4));
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
+        u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
+        u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
+        u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    for (int i = 0; i < 4; i++) {
+        _mm256_storeu_si256((__m256i *)(out + i * 8),
+                            _mm256_permute2x128_si256(u[i], u[i + 4], 0x20));
+        _mm256_storeu_si256((__m256i *)(out + (i + 4) * 8),
+                            _mm256_permute2x128_si256(u[i], u[i + 4], 0x31));
+    }
+}
+
+/* Key rows j0 .. j0 + bk - 1 into kp's panels (keys past bk zero), and their values, paired, into vp (an odd bk's
  * last pair gets a zero row: its probability is 0, and 0 times a stale Inf is NaN). */
 static void pack_kv(const sdpa_job *j, bf16_scratch *w, const char *k, const char *v,
                     int64_t j0, int64_t bk, int64_t d2, int64_t dp) {
     int64_t d = j->d;
-    if (j->ks[3] == 1 && d % 2 == 0 && j->ks[2] < INT32_MAX / (2 * BK)) {
-        /* Rows whose pairs lie in memory as words: 16 keys' word p in one gather. */
-        const char *base = k + (size_t)(j0 * j->ks[2]) * 2;
-        for (int64_t c = 0; c < bk; c += 16) {
-            __m512i at = _mm512_mullo_epi32(_mm512_add_epi32(_mm512_set1_epi32((int)c),
-                                                             _mm512_set_epi32(15, 14, 13, 12, 11,
-                                                                              10, 9, 8, 7, 6, 5,
-                                                                              4, 3, 2, 1, 0)),
-                                            _mm512_set1_epi32((int)(j->ks[2] * 2)));
-            __mmask16 keys = bk - c >= 16 ? 0xffff : (__mmask16)((1u << (bk - c)) - 1);
-            for (int64_t p = 0; p < d2; p++)
-                _mm512_storeu_si512(w->kp + p * BK + c,
-                                    _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), keys, at,
-                                                                base + p * 4, 1));
-        }
-    } else {
-        for (int64_t c = 0; c < bk; c++) {
-            const char *krow = k + (size_t)((j0 + c) * j->ks[2]) * 2;
-            for (int64_t p = 0; p < d2; p++)
-                w->kp[p * BK + c] = bf16_at(krow, 2 * p, d, j->ks[3]) |
-                                    bf16_at(krow, 2 * p + 1, d, j->ks[3]) << 16;
-        }
+    /* Rows whose pairs lie in memory as words go 8 x 8 words at a time. */
+    bool words = j->ks[3] == 1 && d % 2 == 0;
+    for (int64_t c0 = 0; c0 < bk; c0 += BF_MR) {
+        uint32_t *panel = w->kp + c0 * d2;
+        const char *rows[BF_MR];
+        for (int r = 0; r < BF_MR; r++)
+            rows[r] = c0 + r < bk ? k + (size_t)((j0 + c0 + r) * j->ks[2]) * 2 : NULL;
+        int64_t p = 0;
+        if (words && c0 + BF_MR <= bk)
+            for (; p + 8 <= d2; p += 8)
+                transpose_8x8(rows, p, panel + p * BF_MR);
+        for (; p < d2; p++)
+            for (int r = 0; r < BF_MR; r++)
+                panel[p * BF_MR + r] = rows[r] ? bf16_at(rows[r], 2 * p, d, j->ks[3]) |
+                                                     bf16_at(rows[r], 2 * p + 1, d, j->ks[3]) << 16
+                                               : 0u;
     }
     for (int64_t c = 0; c < bk; c += 2) {
         const char *even = v + (size_t)((j0 + c) * j->vs[2]) * 2;
@@ -223,14 +241,15 @@ static void bf16_task(const sdpa_job *j, bf16_scratch *w, int64_t task) {
         /* Key rows bk .. bk_mr hold stale values: their scores are never read. */
         for (int64_t c = 0; c < bk_mr; c += BF_MR)
             for (int64_t r = 0; r < bq_nr; r += BF_NR)
-                tile_bf16_8x32(d2, w->kp + c, w->qp + r, BQ, w->s.st + c * BQ + r, BQ, 0);
+                tile_bf16_8x32(d2, w->kp + c * d2, BF_MR, w->qp + r, BQ, w->s.st + c * BQ + r,
+                               BQ, 0);
         softmax_block(j, &w->s, i0, bq, j0, bk, slope, j->scale);
         rescale_rows(&w->s, w->o, bq, dp);
         pack_p(w, bk, (bq_mr + 15) / 16 * 16);
         for (int64_t r = 0; r < bq_mr; r += BF_MR)
             for (int64_t x = 0; x < dp; x += BF_NR)
-                tile_bf16_8x32((bk + 1) / 2, w->pp + r, w->vp + x, dp, w->o + r * dp + x, dp,
-                               1);
+                tile_bf16_8x32((bk + 1) / 2, w->pp + r, BQ, w->vp + x, dp, w->o + r * dp + x,
+                               dp, 1);
     }
     store_rows(j, &w->s, w->o, dp, b, h, i0, bq);
 }
