@@ -60,6 +60,19 @@ INLINE void tile_8x32(int64_t kd, const float *a, int64_t ars, int64_t aks, cons
     ROW_STORE(7);
 }
 
+/* tile_8x32 with the common head dims' row strides as constants: the S^T tile's eight
+ * key rows (stride d) are then addressed by immediates instead of strides kept on the
+ * stack, which cost a load per row and step. */
+INLINE void tile_8x32_rows(int64_t kd, const float *a, int64_t ars, int64_t aks,
+                           const float *b, int64_t ldb, float *c, int64_t ldc, int accumulate) {
+    if (aks == 1 && ars == 64)
+        tile_8x32(kd, a, 64, 1, b, ldb, c, ldc, accumulate);
+    else if (aks == 1 && ars == 128)
+        tile_8x32(kd, a, 128, 1, b, ldb, c, ldc, accumulate);
+    else
+        tile_8x32(kd, a, ars, aks, b, ldb, c, ldc, accumulate);
+}
+
 #define VL 16
 #define VF vf16
 #define VI vi16
@@ -67,7 +80,7 @@ INLINE void tile_8x32(int64_t kd, const float *a, int64_t ars, int64_t aks, cons
 #define VLANES ((vi16){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 #define MR AVX512_MR
 #define NR AVX512_NR
-#define TILE tile_8x32
+#define TILE tile_8x32_rows
 #define TASK_ATTR
 #include "sdpa_flash.h"
 
