@@ -154,8 +154,9 @@ INLINE void transpose_8x8(const char *const rows[8], int64_t p, uint32_t *out) {
     }
 }
 
-/* Key rows j0 .. j0 + bk - 1 into kp's panels (keys past bk zero), and their values, paired, into vp (an odd bk's
- * last pair gets a zero row: its probability is 0, and 0 times a stale Inf is NaN). */
+/* Key rows j0 .. j0 + bk - 1 into kp's panels (keys past bk zero), and their values,
+ * paired, into vp (an odd bk's last pair gets a zero row: its probability is 0, and 0
+ * times a stale Inf is NaN). */
 static void pack_kv(const sdpa_job *j, bf16_scratch *w, const char *k, const char *v,
                     int64_t j0, int64_t bk, int64_t d2, int64_t dp) {
     int64_t d = j->d;
