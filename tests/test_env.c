@@ -1,7 +1,7 @@
 /* Environment variables the core reads that take a number or a switch (BP_NUM_THREADS,
- * BP_CPU_FALLBACK, BP_BLAS, BP_LOG): a value is taken only when it is exactly one of
- * the accepted ones; anything else gets a warning naming it (escaped) and the safe
- * default. Each case runs in a child, since the core reads each variable once. */
+ * BP_CPU_FALLBACK, BP_BLAS, BP_LOG, BP_CPU_SDPA): a value is taken only when it is
+ * exactly one of the accepted ones; anything else gets a warning naming it (escaped)
+ * and the safe default. Each case runs in a child, since the core reads each variable once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -161,11 +161,62 @@ static void test_switches(void **state) {
     run_cases(child_switches, cases, sizeof cases / sizeof cases[0]);
 }
 
+/* Runs a small f32 sdpa (the cpu kernel reads BP_CPU_SDPA at its first call). */
+static void child_sdpa_path(void *arg) {
+    const env_case *c = arg;
+    bp_test_capture_begin();
+    bp_device *cpu = NULL;
+    CHILD_CHECK(bp_device_open("cpu", &cpu) == BP_OK);
+    int64_t shape[4] = {1, 1, 2, 16};
+    float ones[32];
+    for (int i = 0; i < 32; i++) ones[i] = 1.0f;
+    bp_tensor *t = NULL, *out = NULL;
+    CHILD_CHECK(bp_tensor_from_host(cpu, BP_DTYPE_F32, 4, shape, ones, &t) == BP_OK);
+    CHILD_CHECK(bp_sdpa(t, t, t, NULL, NULL, &out) == BP_OK);
+    float result[32];
+    CHILD_CHECK(bp_tensor_to_host(out, result, sizeof result) == BP_OK);
+    CHILD_CHECK(result[0] == 1.0f && result[31] == 1.0f);
+    bp_tensor_release(t);
+    bp_tensor_release(out);
+    char *log = bp_test_capture_end();
+    if (c->warning ? !strstr(log, c->warning) : log[0] != '\0')
+        fprintf(stderr, "%s: stderr '%s', expected '%s'\n", c->value, log,
+                c->warning ? c->warning : "");
+    CHILD_CHECK(c->warning ? strstr(log, c->warning) != NULL : log[0] == '\0');
+    free(log);
+}
+
+/* BP_CPU_SDPA: a name outside the list, or an ISA this CPU lacks, is a warning and auto. */
+static void test_sdpa_path(void **state) {
+    (void)state;
+    bool avx512 = false, avx512bf16 = false;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("fma");
+    avx512bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
+#endif
+    const char *lacks = "this CPU lacks the instructions; using auto";
+    const env_case cases[] = {
+        {"BP_CPU_SDPA=auto", 0, NULL},
+        {"BP_CPU_SDPA=generic", 0, NULL},
+        {"BP_CPU_SDPA=avx512", 0, avx512 ? NULL : lacks},
+        {"BP_CPU_SDPA=avx512bf16", 0, avx512bf16 ? NULL : lacks},
+        {"BP_CPU_SDPA=AVX512", 0,
+         "backplane[sdpa] warn: BP_CPU_SDPA='AVX512' is not one of auto, avx512bf16, avx512, "
+         "generic; using auto\n"},
+        {"BP_CPU_SDPA=amx", 0, "BP_CPU_SDPA='amx' is not one of"},
+    };
+    run_cases(child_sdpa_path, cases, sizeof cases / sizeof cases[0]);
+}
+
 int main(void) {
     /* The parent never initialises backplane: every case runs in its own child. */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_num_threads),
         cmocka_unit_test(test_switches),
+        cmocka_unit_test(test_sdpa_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

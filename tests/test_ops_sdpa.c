@@ -4,13 +4,17 @@
  * Covers every float dtype and every combination of causal, sliding window, ALiBi,
  * softcap and grouped-query heads, default and custom scales, shapes that are not
  * multiples of the kernel's blocks, zero-size and size-1 dims, non-contiguous inputs
- * and outputs, that no memory grows with Sq * Sk, and every argument error. */
+ * and outputs, that no memory grows with Sq * Sk, that the bound catches a wrong scale,
+ * mask or a missed key block, and every argument error. BP_CPU_SDPA picks the path
+ * tested (tests/CMakeLists.txt runs each); a path the CPU lacks is skipped. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,6 +124,72 @@ static void test_shapes(void **state) {
             run_case(bp_test_float_dtypes[i], cases[c], causal, seed++);
             run_case(bp_test_float_dtypes[i], cases[c], everything, seed++);
         }
+}
+
+/* Outputs outside the bound when got is checked against the reference of (n, attrs) on
+ * q, k and v (contiguous values). */
+static int64_t misses(const double *got, dims n, bp_sdpa_attrs attrs, const double *qv,
+                      const double *kv, const double *vv, bp_dtype dt) {
+    bp_ref_result want = bp_ref_sdpa(n, &attrs, bp_ref_view4_contiguous(qv, n.h, n.sq, n.d),
+                                     bp_ref_view4_contiguous(kv, n.hkv, n.sk, n.d),
+                                     bp_ref_view4_contiguous(vv, n.hkv, n.sk, n.d), NULL, dt);
+    int64_t count = bp_test_count_out_of_bounds(got, want, n.b * n.h * n.sq * n.d, dt);
+    bp_ref_free(&want);
+    return count;
+}
+
+/* The bound is tight enough to see the mistakes a fast path could make: each dtype's
+ * output (bf16's with P rounded to bf16 on the avx512bf16 path) passes against its own
+ * reference and fails against the references of a scale 2% off, a window one key
+ * longer, the causal mask dropped, and keys 64 .. 127 (one whole key block) missed. */
+static void test_bound_catches_mistakes(void **state) {
+    (void)state;
+    bp_device *cpu = bp_test_cpu();
+    const dims n = {1, 2, 1, 130, 200, 64};
+    uint64_t seed = 700;
+    for (int i = 0; i < 3; i++) {
+        bp_dtype dt = bp_test_float_dtypes[i];
+        double *qv, *kv, *vv;
+        bp_tensor *q = bp_test_random_tensor(cpu, dt, 4, (const int64_t[]){n.b, n.h, n.sq, n.d},
+                                             seed++, -1, 1, &qv);
+        bp_tensor *k = bp_test_random_tensor(
+            cpu, dt, 4, (const int64_t[]){n.b, n.hkv, n.sk, n.d}, seed++, -1, 1, &kv);
+        bp_tensor *v = bp_test_random_tensor(
+            cpu, dt, 4, (const int64_t[]){n.b, n.hkv, n.sk, n.d}, seed++, -1, 1, &vv);
+        const bp_sdpa_attrs plain = {.scale = 0.5f}, windowed = {.scale = 0.5f, .window = 40},
+                            causal = {.scale = 0.5f, .causal = 1};
+        const bp_sdpa_attrs *runs[] = {&plain, &windowed, &causal};
+        double *got[3];
+        for (int r = 0; r < 3; r++) {
+            bp_tensor *out = NULL;
+            BP_ASSERT_OK(bp_sdpa(q, k, v, NULL, runs[r], &out));
+            got[r] = bp_test_tensor_values(out);
+            bp_tensor_release(out);
+            assert_int_equal(misses(got[r], n, *runs[r], qv, kv, vv, dt), 0);
+        }
+        assert_true(misses(got[0], n, (bp_sdpa_attrs){.scale = 0.51f}, qv, kv, vv, dt) > 0);
+        assert_true(misses(got[1], n, (bp_sdpa_attrs){.scale = 0.5f, .window = 41}, qv, kv, vv,
+                           dt) > 0);
+        assert_true(misses(got[2], n, plain, qv, kv, vv, dt) > 0);
+        /* Keys 64 .. 127 left out of k and v. */
+        dims fewer = n;
+        fewer.sk = n.sk - 64;
+        double *k2 = bp_test_alloc_values(fewer.sk * n.d);
+        double *v2 = bp_test_alloc_values(fewer.sk * n.d);
+        for (int64_t j = 0, to = 0; j < n.sk; j++)
+            if (j < 64 || j >= 128) {
+                memcpy(k2 + to * n.d, kv + j * n.d, (size_t)n.d * sizeof *k2);
+                memcpy(v2 + to * n.d, vv + j * n.d, (size_t)n.d * sizeof *v2);
+                to++;
+            }
+        assert_true(misses(got[0], fewer, plain, qv, k2, v2, dt) > 0);
+        for (int r = 0; r < 3; r++)
+            free(got[r]);
+        bp_tensor *all[] = {q, k, v};
+        for (size_t t = 0; t < 3; t++)
+            bp_tensor_release(all[t]);
+        free(qv), free(kv), free(vv), free(k2), free(v2);
+    }
 }
 
 static void test_masked_rows_and_zero_size(void **state) {
@@ -339,11 +409,38 @@ static void test_errors(void **state) {
         bp_tensor_release(all[t]);
 }
 
+/* Why the path BP_CPU_SDPA names cannot run on this CPU (the library would warn and use
+ * auto instead), or NULL. */
+static const char *path_unavailable(void) {
+    const char *path = getenv("BP_CPU_SDPA");
+    bool bf16 = path && strcmp(path, "avx512bf16") == 0;
+    if (!path || !(bf16 || strcmp(path, "avx512") == 0))
+        return NULL;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl") ||
+        !__builtin_cpu_supports("fma"))
+        return "the CPU lacks AVX-512";
+    if (bf16 && !__builtin_cpu_supports("avx512bf16"))
+        return "the CPU lacks AVX512-BF16";
+    return NULL;
+#else
+    return "not an x86-64 CPU";
+#endif
+}
+
 int main(void) {
+    const char *unavailable = path_unavailable();
+    if (unavailable) {
+        printf("skipped: BP_CPU_SDPA=%s: %s\n", getenv("BP_CPU_SDPA"), unavailable);
+        return 0;
+    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_attribute_combinations),
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_masked_rows_and_zero_size),
+        cmocka_unit_test(test_bound_catches_mistakes),
         cmocka_unit_test(test_strided),
         cmocka_unit_test(test_default_attrs),
         cmocka_unit_test(test_memory_does_not_grow),
