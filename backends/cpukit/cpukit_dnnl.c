@@ -139,9 +139,35 @@ static void end_call(void) {
     pthread_mutex_unlock(&flight_lock);
 }
 
+/* oneDNN builds some of its process-wide state (its primitive cache among them) at the
+ * first primitive and registers that state's destructors then. One 1 x 1 primitive
+ * made and dropped before our exit handler is registered makes the handler run before
+ * those destructors (exit runs them in the reverse order of registration); otherwise a
+ * call still in flight at exit could find the cache destroyed (seen: a crash in its
+ * lock, 1 exit in 100). */
+static const char *warm_up(void) {
+    dnnl_dims_t dims = {1, 1}, strides = {1, 1};
+    dnnl_memory_desc_t md = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_primitive_t primitive = NULL;
+    bool made =
+        api.memory_desc_create_with_strides(&md, 2, dims, dnnl_f32, strides) == dnnl_success &&
+        api.matmul_primitive_desc_create(&pd, engine, md, md, NULL, md, NULL) == dnnl_success &&
+        api.primitive_create(&primitive, pd) == dnnl_success;
+    if (primitive)
+        api.primitive_destroy(primitive);
+    if (pd)
+        api.primitive_desc_destroy(pd);
+    if (md)
+        api.memory_desc_destroy(md);
+    return made ? NULL : "a first 1 x 1 f32 matmul primitive could not be made";
+}
+
 static void load(void) {
     cpukit_log_fn log = load_log;
     load_failure = load_library(library_name());
+    if (!load_failure)
+        load_failure = warm_up();
     if (!load_failure && atexit(wait_for_calls_at_exit) != 0)
         load_failure = "no atexit handler could be registered to stop it at exit";
     if (load_failure) {

@@ -25,8 +25,9 @@
  * bp_parallel_for pool has one thread per core too; library threads started inside
  * our pool's chunks would put two threads on every core (and OpenBLAS serialises
  * concurrent threaded calls). oneDNN is called once per kernel from the stream
- * worker, while our pool idles, with the worker's OpenMP thread count set to our
- * pool's (bp_parallel_threads: BP_NUM_THREADS, else one per core). We
+ * worker, while our pool idles, with the worker's OpenMP thread count set to one per
+ * DNNL_WORK_PER_THREAD of work, at most our pool's (bp_parallel_threads:
+ * BP_NUM_THREADS, else one per core). We
  * leave OpenBLAS's thread count alone (it is process-wide, and the application may
  * use OpenBLAS itself) and keep the two pools apart within a call: a large item
  * (M*N*K above OpenBLAS's own single-thread threshold) is one sgemm call from the
@@ -59,6 +60,13 @@ enum { MR = TILE_MR, NR = TILE_NR, MC = 64, NC = 128, KC = 128 };
 /* OpenBLAS runs an sgemm with M*N*K up to this on the calling thread (its
  * SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD). */
 #define BLAS_SERIAL_WORK (65536.0 * 4)
+/* oneDNN gets one OpenMP thread per this much M*N*K (all items), at most the pool's
+ * threads. Waking a team costs tens of microseconds, and its threads spin after the
+ * parallel region, taking the cores from the pool's next kernel: on the 16-core Xeon
+ * the demo's sliced_eager (products of 512 x 512 x 64 between softmaxes on the pool)
+ * took 136 to 198 ms with 16 threads per product against 29 to 30 ms when the OpenMP
+ * threads slept at once. 2^24 is about 0.1 to 0.3 ms of one core's work. */
+#define DNNL_WORK_PER_THREAD 16777216.0
 
 typedef struct mm_job {
     bp_dtype dt;
@@ -289,6 +297,13 @@ static void zero_out(const mm_job *j) {
     }
 }
 
+/* oneDNN's OpenMP threads for `work` (M*N*K of all items): see DNNL_WORK_PER_THREAD. */
+static int dnnl_threads(double work) {
+    int pool = bp_parallel_threads();
+    double threads = work / DNNL_WORK_PER_THREAD;
+    return threads < 1.0 ? 1 : threads >= (double)pool ? pool : (int)threads;
+}
+
 static void matmul(const bp_kernel_call *call) {
     const bp_tensor_desc *a = call->inputs[0], *b = call->inputs[1], *c = call->outputs[0];
     mm_job j = {.dt = c->dtype, .esize = bp_dtype_size(c->dtype), .a = a->data, .b = b->data,
@@ -300,13 +315,14 @@ static void matmul(const bp_kernel_call *call) {
         return;
     }
     pthread_once(&engine_once, read_engine);
+    double work = (double)j.g.m * (double)j.g.n * (double)j.g.k;
     if (onednn_usable() &&
-        cpukit_dnnl_matmul(&j.g, j.dt, j.a, j.b, j.c, bp_parallel_threads(), bp_log))
+        cpukit_dnnl_matmul(&j.g, j.dt, j.a, j.b, j.c, dnnl_threads(work * (double)j.g.items),
+                           bp_log))
         return;
     j.mtiles = (j.g.m + MC - 1) / MC;
     j.ntiles = (j.g.n + NC - 1) / NC;
     j.sgemm = blas_engine();
-    double work = (double)j.g.m * (double)j.g.n * (double)j.g.k;
     if (j.sgemm && blas_fits(&j)) {
         if (j.g.items > 1 && work <= BLAS_SERIAL_WORK)
             bp_parallel_for(j.g.items, (int64_t)(1048576.0 / work) + 1, blas_range, &j);
