@@ -69,25 +69,6 @@ static const char *const no_inits[] = {NULL};
 
 /* ---- helpers ---- */
 
-static bp_plugin_info info_at(int i) {
-    bp_plugin_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    CHILD_CHECK(bp_plugin_get_info(i, &info) == BP_OK);
-    return info;
-}
-
-static bp_plugin_info by_name(const char *name) {
-    for (int i = 0; i < bp_plugin_count(); i++) {
-        bp_plugin_info info = info_at(i);
-        if (strcmp(info.name, name) == 0)
-            return info;
-    }
-    fprintf(stderr, "no plugin named '%s' is listed\n", name);
-    CHILD_CHECK(0);
-    return info_at(0);
-}
-
 /* Allocates, copies and runs an op on cpu: streams, events, memory and dispatch. */
 static void use_cpu(void) {
     bp_device *cpu = NULL;
@@ -220,7 +201,7 @@ static void child_listing(void *arg) {
     /* Every plugin in use was initialised once, in the order the list shows them. */
     int expected = 0;
     for (int i = 0; i < bp_plugin_count(); i++) {
-        bp_plugin_info p = info_at(i);
+        bp_plugin_info p = bp_test_plugin_at(i);
         if (p.state != BP_PLUGIN_LOADED)
             continue;
         CHILD_CHECK(expected < init_count && strcmp(inits[expected], p.name) == 0);
@@ -250,7 +231,7 @@ static void child_ordinals(void *arg) {
     }
     int ordinal = 0;
     for (int i = 0; i < bp_plugin_count(); i++) {
-        bp_plugin_info p = info_at(i);
+        bp_plugin_info p = bp_test_plugin_at(i);
         if (p.state == BP_PLUGIN_SKIPPED)
             continue;
         for (int index = 0; index < p.device_count; index++, ordinal++) {
@@ -340,7 +321,7 @@ static void child_concurrent_open(void *arg) {
     CHILD_CHECK(read(notify[0], &byte, 1) == -1 && errno == EAGAIN);
     const char *const gated[] = {"gated", NULL};
     expect_inits(gated);
-    CHILD_CHECK(by_name("gated").state == BP_PLUGIN_LOADED);
+    CHILD_CHECK(bp_test_plugin_named("gated").state == BP_PLUGIN_LOADED);
 }
 
 static void test_concurrent_first_open_one_init(void **state) {
@@ -351,7 +332,7 @@ static void test_concurrent_first_open_one_init(void **state) {
 /* ---- a lazy init that fails: as when every init ran at the first call ---- */
 
 static void check_badinit_skipped(void) {
-    bp_plugin_info info = by_name("badinit");
+    bp_plugin_info info = bp_test_plugin_named("badinit");
     CHILD_CHECK(info.state == BP_PLUGIN_SKIPPED && info.status == BP_ERR_DEVICE_LOST);
     CHILD_CHECK(info.device_count == 0);
     CHILD_CHECK(bp_test_contains(info.reason, "init failed (BP_ERR_DEVICE_LOST)"));

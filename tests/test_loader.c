@@ -20,19 +20,11 @@
 
 /* ---- helpers for children ---- */
 
-static bp_plugin_info info_at(int i) {
-    bp_plugin_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    CHILD_CHECK(bp_plugin_get_info(i, &info) == BP_OK);
-    return info;
-}
-
 /* The last listed candidate whose path contains `needle`, or -1. */
 static int find_by_path(const char *needle, bp_plugin_info *out) {
     int found = -1;
     for (int i = 0; i < bp_plugin_count(); i++) {
-        bp_plugin_info info = info_at(i);
+        bp_plugin_info info = bp_test_plugin_at(i);
         if (strstr(info.path, needle)) {
             found = i;
             *out = info;
@@ -43,7 +35,7 @@ static int find_by_path(const char *needle, bp_plugin_info *out) {
 
 static int find_by_name(const char *name, bp_plugin_state state, bp_plugin_info *out) {
     for (int i = 0; i < bp_plugin_count(); i++) {
-        bp_plugin_info info = info_at(i);
+        bp_plugin_info info = bp_test_plugin_at(i);
         if (strcmp(info.name, name) == 0 && info.state == state) {
             *out = info;
             return i;
@@ -55,7 +47,7 @@ static int find_by_name(const char *name, bp_plugin_state state, bp_plugin_info 
 static int count_state(const char *name, bp_plugin_state state) {
     int n = 0;
     for (int i = 0; i < bp_plugin_count(); i++) {
-        bp_plugin_info info = info_at(i);
+        bp_plugin_info info = bp_test_plugin_at(i);
         n += strcmp(info.name, name) == 0 && info.state == state;
     }
     return n;
@@ -85,7 +77,7 @@ static int count_type(const char *type) {
 static void check_counts_consistent(void) {
     int listed = 0;
     for (int i = 0; i < bp_plugin_count(); i++) {
-        bp_plugin_info info = info_at(i);
+        bp_plugin_info info = bp_test_plugin_at(i);
         if (info.state != BP_PLUGIN_SKIPPED)
             listed += info.device_count;
         else
@@ -113,7 +105,7 @@ static void check_device_works(const char *name) {
 
 static void check_cpu_builtin_first(void) {
     CHILD_CHECK(bp_plugin_count() >= 1);
-    bp_plugin_info cpu = info_at(0);
+    bp_plugin_info cpu = bp_test_plugin_at(0);
     CHILD_CHECK(strcmp(cpu.name, "cpu") == 0);
     CHILD_CHECK(cpu.state == BP_PLUGIN_BUILTIN);
     CHILD_CHECK(cpu.status == BP_OK);
@@ -132,7 +124,7 @@ static void run_in_child(void (*fn)(void *), void *arg, const char *const *env) 
 
 static void child_default(void *arg) {
     check_cpu_builtin_first();
-    CHILD_CHECK(count_type("cpu") == info_at(0).device_count);
+    CHILD_CHECK(count_type("cpu") == bp_test_plugin_at(0).device_count);
     check_counts_consistent();
     check_device_works("cpu");
 
@@ -354,7 +346,7 @@ static void test_duplicates_highest_priority_wins(void **state) {
 static void child_same_file(void *arg) {
     int loaded = 0, same = 0;
     for (int i = 0; i < bp_plugin_count(); i++) {
-        bp_plugin_info info = info_at(i);
+        bp_plugin_info info = bp_test_plugin_at(i);
         if (!bp_test_contains(info.path, "libbp_testdev.so"))
             continue;
         if (info.state == BP_PLUGIN_LOADED)
@@ -494,7 +486,7 @@ static void child_explicit_load(void *arg) {
     CHILD_CHECK(count_type("testdev") == 0);
     CHILD_CHECK(bp_plugin_load(GOOD_LIB) == BP_OK);
     CHILD_CHECK(bp_plugin_count() == before + 1);
-    bp_plugin_info info = info_at(before);
+    bp_plugin_info info = bp_test_plugin_at(before);
     CHILD_CHECK(info.state == BP_PLUGIN_LOADED && info.device_count == 2);
     CHILD_CHECK(strcmp(info.path, GOOD_LIB) == 0);
     CHILD_CHECK(count_type("testdev") == 2);

@@ -25,36 +25,16 @@
 
 /* ---- helpers for children ---- */
 
-static bp_plugin_info info_at(int i) {
-    bp_plugin_info info;
-    memset(&info, 0, sizeof info);
-    info.struct_size = sizeof info;
-    CHILD_CHECK(bp_plugin_get_info(i, &info) == BP_OK);
-    return info;
-}
-
-/* The listed candidate whose name is `name` (any state); fails the child if none. */
-static bp_plugin_info by_name(const char *name) {
-    for (int i = 0; i < bp_plugin_count(); i++) {
-        bp_plugin_info info = info_at(i);
-        if (strcmp(info.name, name) == 0)
-            return info;
-    }
-    fprintf(stderr, "no plugin named '%s' is listed\n", name);
-    CHILD_CHECK(0);
-    return info_at(0);
-}
-
 /* The last listed candidate whose path contains `needle`; fails the child if none. */
 static bp_plugin_info by_path(const char *needle) {
     int found = -1;
     for (int i = 0; i < bp_plugin_count(); i++)
-        if (strstr(info_at(i).path, needle))
+        if (strstr(bp_test_plugin_at(i).path, needle))
             found = i;
     if (found < 0)
         fprintf(stderr, "no candidate path contains '%s'\n", needle);
     CHILD_CHECK(found >= 0);
-    return info_at(found);
+    return bp_test_plugin_at(found);
 }
 
 static void expect_contains(const char *what, const char *text, const char *needle) {
@@ -100,7 +80,7 @@ static int count_type(const char *type) {
 static void check_counts_consistent(void) {
     int listed = 0;
     for (int i = 0; i < bp_plugin_count(); i++) {
-        bp_plugin_info info = info_at(i);
+        bp_plugin_info info = bp_test_plugin_at(i);
         listed += info.state != BP_PLUGIN_SKIPPED ? info.device_count : 0;
     }
     CHILD_CHECK(listed == bp_device_count());
@@ -128,19 +108,19 @@ static void run_in_child(void (*fn)(void *), void *arg, const char *const *env) 
 
 static void child_aliases(void *arg) {
     /* The real plugins load, under their names, whatever "aaa" (found first) claims. */
-    bp_plugin_info hpu = by_name("hpu");
+    bp_plugin_info hpu = bp_test_plugin_named("hpu");
     if (hpu.state != BP_PLUGIN_LOADED)
         fprintf(stderr, "hpu: %s\n", hpu.reason);
     CHILD_CHECK(hpu.state == BP_PLUGIN_LOADED);
-    CHILD_CHECK(by_name("opencl").state == BP_PLUGIN_LOADED);
-    CHILD_CHECK(by_name("cuda").state == BP_PLUGIN_LOADED);
-    CHILD_CHECK(by_name("testdev").state == BP_PLUGIN_LOADED);
+    CHILD_CHECK(bp_test_plugin_named("opencl").state == BP_PLUGIN_LOADED);
+    CHILD_CHECK(bp_test_plugin_named("cuda").state == BP_PLUGIN_LOADED);
+    CHILD_CHECK(bp_test_plugin_named("testdev").state == BP_PLUGIN_LOADED);
     expect_backend("hpu:0", "hpu");
     expect_backend("cpu", "cpu");
     expect_backend("testdev:1", "testdev");
     /* opencl's own alias, claimed by no one else. Without an OpenCL device (a build whose
      * target has no OpenCL loader: the aarch64 cross build) the error names the backend. */
-    if (by_name("opencl").device_count > 0) {
+    if (bp_test_plugin_named("opencl").device_count > 0) {
         expect_backend("ocl:0", "opencl");
     } else {
         bp_device *ocl = NULL;
@@ -149,7 +129,7 @@ static void child_aliases(void *arg) {
     }
 
     /* aaa keeps only the alias nobody else has; each drop is noted. */
-    bp_plugin_info aaa = by_name("aaa");
+    bp_plugin_info aaa = bp_test_plugin_named("aaa");
     CHILD_CHECK(aaa.state == BP_PLUGIN_LOADED);
     CHILD_CHECK(strcmp(aaa.aliases, "ok_a") == 0);
     const char *dropped[] = {"'hpu'", "'opencl'", "'cuda'", "'cpu'", "'tdev'", "'aaa'", "'shared'"};
@@ -159,10 +139,10 @@ static void child_aliases(void *arg) {
 
     /* An alias two plugins claim is dropped from both: which file sorts or is found
      * first decides nothing. */
-    bp_plugin_info bbb = by_name("bbb");
+    bp_plugin_info bbb = bp_test_plugin_named("bbb");
     CHILD_CHECK(bbb.state == BP_PLUGIN_LOADED && strcmp(bbb.aliases, "ok_b") == 0);
     expect_contains("bbb notes", bbb.notes, "'shared'");
-    bp_plugin_info testdev = by_name("testdev");
+    bp_plugin_info testdev = bp_test_plugin_named("testdev");
     CHILD_CHECK(strcmp(testdev.aliases, "") == 0);
     expect_contains("testdev notes", testdev.notes, "'tdev'");
     bp_device *dev = NULL;
@@ -194,10 +174,10 @@ static void child_explicit_loads(void *arg) {
         fprintf(stderr, "loading hpu: %s\n", bp_last_error());
     CHILD_CHECK(st == BP_OK);
     expect_backend("hpu:0", "hpu");
-    bp_plugin_info aaa = by_name("aaa");
+    bp_plugin_info aaa = bp_test_plugin_named("aaa");
     CHILD_CHECK(!bp_test_contains(aaa.aliases, "hpu") && bp_test_contains(aaa.aliases, "ok_a"));
     expect_contains("aaa notes", aaa.notes, "'hpu'");
-    CHILD_CHECK(strcmp(by_name("testdev").aliases, "tdev") == 0);
+    CHILD_CHECK(strcmp(bp_test_plugin_named("testdev").aliases, "tdev") == 0);
     expect_backend("ok_a:0", "aaa");
 }
 
@@ -209,7 +189,7 @@ static void test_explicit_load_aliases(void **state) {
 /* ---- re-entrant init ---- */
 
 static void child_reentrant(void *arg) {
-    bp_plugin_info info = by_name("reentrant");
+    bp_plugin_info info = bp_test_plugin_named("reentrant");
     CHILD_CHECK(info.state == BP_PLUGIN_LOADED && info.device_count == 0);
     const char *report = info.unavailable_reason;
     char needle[128];
@@ -262,7 +242,7 @@ static void child_slow_init(void *arg) {
     CHILD_CHECK(write(gate[1], "g", 1) == 1);
     CHILD_CHECK(pthread_join(thread, NULL) == 0);
 
-    CHILD_CHECK(by_name("gated").state == BP_PLUGIN_LOADED);
+    CHILD_CHECK(bp_test_plugin_named("gated").state == BP_PLUGIN_LOADED);
     CHILD_CHECK(device_count_seen == bp_device_count());
     CHILD_CHECK(count_type("gated") == 1);
     expect_backend("gated:0", "gated");
@@ -434,7 +414,7 @@ static void test_non_regular_candidates_listed(void **state) {
 /* ---- devices per backend ---- */
 
 static void child_device_cap(void *arg) {
-    bp_plugin_info many = by_name("many");
+    bp_plugin_info many = bp_test_plugin_named("many");
     CHILD_CHECK(many.state == BP_PLUGIN_LOADED);
     CHILD_CHECK(many.device_count == 32);
     expect_contains("many notes", many.notes, "reports 1000000 devices");
@@ -456,7 +436,7 @@ static void test_device_cap_per_backend(void **state) {
  * say so. */
 static void child_registry_full(void *arg) {
     CHILD_CHECK(bp_device_count() == 128);
-    bp_plugin_info last = by_name("manye");
+    bp_plugin_info last = bp_test_plugin_named("manye");
     CHILD_CHECK(last.state == BP_PLUGIN_LOADED && last.device_count < 32);
     expect_contains("manye notes", last.notes, "registry full");
     check_counts_consistent();
@@ -471,7 +451,7 @@ static void test_registry_full_reported(void **state) {
 /* ---- strings from plugins ---- */
 
 static void child_strings(void *arg) {
-    bp_plugin_info info = by_name("strings");
+    bp_plugin_info info = bp_test_plugin_named("strings");
     CHILD_CHECK(info.state == BP_PLUGIN_LOADED);
     size_t len = strlen(info.version);
     CHILD_CHECK(len > 0 && len < BP_NAME_MAX);
@@ -484,7 +464,7 @@ static void child_strings(void *arg) {
     CHILD_CHECK(strspn(props.description, "d") == sizeof props.description - 1);
     CHILD_CHECK(strspn(props.backend_version, "x") == strlen(props.backend_version));
 
-    bp_plugin_info nodev = by_name("stringsnodev");
+    bp_plugin_info nodev = bp_test_plugin_named("stringsnodev");
     CHILD_CHECK(nodev.state == BP_PLUGIN_LOADED && nodev.device_count == 0);
     len = strlen(nodev.unavailable_reason);
     CHILD_CHECK(len > 0 && len <= 1024 && strspn(nodev.unavailable_reason, "x") == len);

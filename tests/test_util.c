@@ -190,3 +190,22 @@ int bp_test_close_hint_scopes(void **state) {
         bp_hints_pop();
     return 0;
 }
+
+bp_plugin_info bp_test_plugin_at(int i) {
+    bp_plugin_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    CHILD_CHECK(bp_plugin_get_info(i, &info) == BP_OK);
+    return info;
+}
+
+bp_plugin_info bp_test_plugin_named(const char *name) {
+    for (int i = 0; i < bp_plugin_count(); i++) {
+        bp_plugin_info info = bp_test_plugin_at(i);
+        if (strcmp(info.name, name) == 0)
+            return info;
+    }
+    fprintf(stderr, "no plugin named '%s' is listed\n", name);
+    CHILD_CHECK(0);
+    return bp_test_plugin_at(0);
+}

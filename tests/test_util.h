@@ -62,6 +62,11 @@ void bp_test_fill_random(void *buf, size_t size, uint64_t seed);
         }                                                                                  \
     } while (0)
 
+/* Inside a forked child: the plugin listed at `i` / the listed candidate named `name`
+ * (any state); the child fails (CHILD_CHECK) when there is none. */
+bp_plugin_info bp_test_plugin_at(int i);
+bp_plugin_info bp_test_plugin_named(const char *name);
+
 /* Runs fn(arg) in a forked child after setting the environment entries "NAME=value"
  * (a NULL-terminated list; "NAME=" unsets). The registry initialises once per
  * process, so tests of environment-dependent loading run in children, and the child
