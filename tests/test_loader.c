@@ -20,8 +20,9 @@
 
 /* ---- helpers for children ---- */
 
-/* The last listed candidate whose path contains `needle`, or -1. */
+/* The last listed candidate whose path contains `needle`, or -1 (*out zeroed). */
 static int find_by_path(const char *needle, bp_plugin_info *out) {
+    memset(out, 0, sizeof *out);
     int found = -1;
     for (int i = 0; i < bp_plugin_count(); i++) {
         bp_plugin_info info = bp_test_plugin_at(i);
@@ -34,6 +35,7 @@ static int find_by_path(const char *needle, bp_plugin_info *out) {
 }
 
 static int find_by_name(const char *name, bp_plugin_state state, bp_plugin_info *out) {
+    memset(out, 0, sizeof *out);
     for (int i = 0; i < bp_plugin_count(); i++) {
         bp_plugin_info info = bp_test_plugin_at(i);
         if (strcmp(info.name, name) == 0 && info.state == state) {
