@@ -135,8 +135,10 @@ static void sdpa(const bp_kernel_call *call) {
     }
     j.qblocks = (j.sq + BQ - 1) / BQ;
     void (*range)(void *, int64_t, int64_t) = range_generic;
+    /* Read on every CPU: BP_CPU_SDPA=avx512 where there is none is a warning too. */
+    sdpa_path path = bp_cpu_sdpa_path(j.dt);
 #if defined(__x86_64__)
-    switch (bp_cpu_sdpa_path(j.dt)) {
+    switch (path) {
     case SDPA_PATH_AVX512BF16:
         range = bp_cpu_sdpa_range_avx512bf16;
         break;
@@ -146,6 +148,8 @@ static void sdpa(const bp_kernel_call *call) {
     default:
         break;
     }
+#else
+    (void)path;
 #endif
     bp_parallel_for(q->shape[0] * j.heads * j.qblocks, 1, range, &j);
 }
