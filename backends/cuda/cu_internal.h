@@ -39,11 +39,11 @@ typedef struct cu_blaslt cu_blaslt;
 
 /* ---- kernels: every __global__ function of kernels/<family>.cu, by id ----
  * Each kernel family lists its extern "C" kernel names in a .def file with one
- * CU_KERNEL(name) line each; the ids index a device's CUfunction table. */
+ * GPU_KERNEL(name) line each; the ids index a device's CUfunction table. */
 typedef enum cu_kernel_id {
-#define CU_KERNEL(name) CU_K_##name,
-#include "cu_kernels.def"
-#undef CU_KERNEL
+#define GPU_KERNEL(name) CU_K_##name,
+#include "kernels.def"
+#undef GPU_KERNEL
     CU_K_COUNT
 } cu_kernel_id;
 

@@ -7,16 +7,16 @@
 #include <string.h>
 
 static const char *const kernel_names[CU_K_COUNT] = {
-#define CU_KERNEL(name) #name,
-#include "cu_kernels.def"
-#undef CU_KERNEL
+#define GPU_KERNEL(name) #name,
+#include "kernels.def"
+#undef GPU_KERNEL
 };
 
 /* The family (kernels/<family>.cu, hence fatbin) of each kernel. */
 static const char *const kernel_family[CU_K_COUNT] = {
-#define CU_KERNEL(name) CU_FAMILY,
-#include "cu_kernels.def"
-#undef CU_KERNEL
+#define GPU_KERNEL(name) GPU_FAMILY,
+#include "kernels.def"
+#undef GPU_KERNEL
 };
 
 bp_status cu_module_load(cu_device *dev) {

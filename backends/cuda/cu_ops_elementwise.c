@@ -14,7 +14,7 @@
 #include <backplane/kernel_plan.h>
 
 #include "cu_internal.h"
-#include "kernels/elementwise_args.h"
+#include "elementwise_args.h"
 
 _Static_assert(CU_EW_MAX_DIMS == BP_KERNEL_MAX_DIMS && CU_EW_MAX_OPERANDS == BP_PLAN_MAX_OPERANDS,
                "a cu_ew_layout holds a bp_plan");

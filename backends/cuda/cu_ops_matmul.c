@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "cu_internal.h"
-#include "kernels/matmul_args.h"
+#include "matmul_args.h"
 
 _Static_assert(CU_MATMUL_MAX_BATCH_DIMS == BP_KERNEL_MAX_DIMS - 2,
                "the kernels take every batch dim");

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "cu_internal.h"
-#include "kernels/sdpa_args.h"
+#include "sdpa_args.h"
 
 /* Sizes the kernels index with 32-bit ints (positions, offsets of a tile past them). */
 #define SDPA_MAX_EXTENT (INT32_MAX / 2)
