@@ -19,6 +19,7 @@
 #include <backplane/plugin_util.h>
 
 #include "cu_api.h"
+#include "gpu_images.h"
 
 #define CU_NAME "cuda"
 #define CU_VERSION "0.1.0"
@@ -134,15 +135,8 @@ extern const bp_memory_vtable cu_memory_vtable;
 
 /* ---- cu_module.c ---- */
 
-/* The embedded fatbins, one per kernels/<family>.cu (cu_fatbins.c, generated at build
- * time; none when built without nvcc). */
-typedef struct cu_fatbin_image {
-    const char *family;
-    const unsigned char *data;
-} cu_fatbin_image;
-extern const cu_fatbin_image cu_fatbins[];
-extern const int cu_fatbin_count;
-static inline bool cu_have_kernels(void) { return cu_fatbin_count > 0; }
+/* The embedded fatbins (gpu_images.h; none when built without nvcc). */
+static inline bool cu_have_kernels(void) { return gpu_image_count > 0; }
 /* Loads the modules into dev's context (device open). */
 bp_status cu_module_load(cu_device *dev);
 void cu_module_unload(cu_device *dev);

@@ -20,22 +20,22 @@ static const char *const kernel_family[CU_K_COUNT] = {
 };
 
 bp_status cu_module_load(cu_device *dev) {
-    if (cu_fatbin_count == 0 || dev->modules)
+    if (gpu_image_count == 0 || dev->modules)
         return BP_OK;
     const cu_api *api = &dev->backend->api;
-    CUmodule *mods = calloc((size_t)cu_fatbin_count, sizeof *mods);
+    CUmodule *mods = calloc((size_t)gpu_image_count, sizeof *mods);
     if (!mods)
         return cu_host->set_error(BP_ERR_OUT_OF_MEMORY, "cuda:%d: out of host memory",
                                   dev->index);
-    for (int i = 0; i < cu_fatbin_count; i++) {
-        CUresult r = api->cuModuleLoadData(&mods[i], cu_fatbins[i].data);
+    for (int i = 0; i < gpu_image_count; i++) {
+        CUresult r = api->cuModuleLoadData(&mods[i], gpu_images[i].data);
         if (r != CUDA_SUCCESS) {
             for (int j = 0; j < i; j++)
                 api->cuModuleUnload(mods[j]);
             free(mods);
             char what[96];
             snprintf(what, sizeof what, "cannot load the %s kernels (cuModuleLoadData)",
-                     cu_fatbins[i].family);
+                     gpu_images[i].family);
             return cu_fail(dev, r, what);
         }
     }
@@ -46,7 +46,7 @@ bp_status cu_module_load(cu_device *dev) {
 void cu_module_unload(cu_device *dev) {
     if (!dev->modules)
         return;
-    for (int i = 0; i < cu_fatbin_count; i++)
+    for (int i = 0; i < gpu_image_count; i++)
         dev->backend->api.cuModuleUnload(dev->modules[i]);
     free(dev->modules);
     dev->modules = NULL;
@@ -62,8 +62,8 @@ static bp_status resolve_locked(cu_device *dev, cu_kernel_id k, unsigned smem) {
     if (!f->fn) {
         CUfunction fn = NULL;
         CUresult r = CUDA_ERROR_NOT_FOUND;
-        for (int i = 0; i < cu_fatbin_count && dev->modules; i++)
-            if (strcmp(cu_fatbins[i].family, kernel_family[k]) == 0)
+        for (int i = 0; i < gpu_image_count && dev->modules; i++)
+            if (strcmp(gpu_images[i].family, kernel_family[k]) == 0)
                 r = api->cuModuleGetFunction(&fn, dev->modules[i], kernel_names[k]);
         if (!fn) {
             char what[128];

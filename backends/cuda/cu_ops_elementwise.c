@@ -16,13 +16,13 @@
 #include "cu_internal.h"
 #include "elementwise_args.h"
 
-_Static_assert(CU_EW_MAX_DIMS == BP_KERNEL_MAX_DIMS && CU_EW_MAX_OPERANDS == BP_PLAN_MAX_OPERANDS,
-               "a cu_ew_layout holds a bp_plan");
-_Static_assert(CU_EW_F32 == BP_DTYPE_F32 && CU_EW_F16 == BP_DTYPE_F16 &&
-                   CU_EW_BF16 == BP_DTYPE_BF16 && CU_EW_F64 == BP_DTYPE_F64 &&
-                   CU_EW_I8 == BP_DTYPE_I8 && CU_EW_U8 == BP_DTYPE_U8 &&
-                   CU_EW_I32 == BP_DTYPE_I32 && CU_EW_I64 == BP_DTYPE_I64 &&
-                   CU_EW_BOOL == BP_DTYPE_BOOL,
+_Static_assert(GPU_EW_MAX_DIMS == BP_KERNEL_MAX_DIMS && GPU_EW_MAX_OPERANDS == BP_PLAN_MAX_OPERANDS,
+               "a gpu_ew_layout holds a bp_plan");
+_Static_assert(GPU_EW_F32 == BP_DTYPE_F32 && GPU_EW_F16 == BP_DTYPE_F16 &&
+                   GPU_EW_BF16 == BP_DTYPE_BF16 && GPU_EW_F64 == BP_DTYPE_F64 &&
+                   GPU_EW_I8 == BP_DTYPE_I8 && GPU_EW_U8 == BP_DTYPE_U8 &&
+                   GPU_EW_I32 == BP_DTYPE_I32 && GPU_EW_I64 == BP_DTYPE_I64 &&
+                   GPU_EW_BOOL == BP_DTYPE_BOOL,
                "ew_convert takes bp_dtype values");
 
 /* Grids hold at most WAVES times the threads the device's SMs run at once. */
@@ -83,16 +83,16 @@ static int size_index(size_t size) {
     return size == 1 ? 0 : size == 2 ? 1 : size == 4 ? 2 : 3;
 }
 
-static void set_layout(cu_ew_layout *l, const bp_plan *p) {
+static void set_layout(gpu_ew_layout *l, const bp_plan *p) {
     l->ndim = p->ndim;
-    l->path = bp_plan_is_flat(p) ? CU_EW_FLAT : CU_EW_STRIDED;
+    l->path = bp_plan_is_flat(p) ? GPU_EW_FLAT : GPU_EW_STRIDED;
     l->numel = p->numel;
     memcpy(l->shape, p->shape, sizeof l->shape);
     memcpy(l->strides, p->strides, sizeof l->strides);
 }
 
 /* The rows of `in` along `dim` (bp_plan_rows). */
-static void set_rows(cu_ew_rows *r, const bp_tensor_desc *out, const bp_tensor_desc *in, int dim,
+static void set_rows(gpu_ew_rows *r, const bp_tensor_desc *out, const bp_tensor_desc *in, int dim,
                      bool out_has_dim) {
     bp_row_plan plan;
     bp_plan_rows(&plan, out, in, dim, out_has_dim);
@@ -124,17 +124,17 @@ static bp_status launch(cu_stream *s, cu_kernel_id k, int64_t blocks, unsigned b
  * small block. */
 static bp_status launch_items(cu_stream *s, cu_kernel_id k, int64_t items, void **params,
                               const char *what) {
-    unsigned block = items >= CU_EW_MAX_BLOCK ? CU_EW_MAX_BLOCK : (unsigned)(items + 31) / 32 * 32;
+    unsigned block = items >= GPU_EW_MAX_BLOCK ? GPU_EW_MAX_BLOCK : (unsigned)(items + 31) / 32 * 32;
     return launch(s, k, (items + block - 1) / block, block, 0, params, what);
 }
 
 /* The layout of a map kernel (ew_unary, ew_binary, ew_move, ew_fill) over plan p of
- * elements of `esize` bytes: set_layout's, or CU_EW_INNER where it applies. */
-static void set_map_layout(cu_ew_layout *l, const bp_plan *p, size_t esize) {
+ * elements of `esize` bytes: set_layout's, or GPU_EW_INNER where it applies. */
+static void set_map_layout(gpu_ew_layout *l, const bp_plan *p, size_t esize) {
     set_layout(l, p);
     int last = p->ndim - 1;
     int64_t per = (int64_t)(16 / esize);
-    if (l->path == CU_EW_FLAT || p->shape[last] % per != 0 || p->strides[0][last] != 1)
+    if (l->path == GPU_EW_FLAT || p->shape[last] % per != 0 || p->strides[0][last] != 1)
         return;
     for (int k = 0; k < p->n; k++) {
         int64_t s = p->strides[k][last];
@@ -144,26 +144,26 @@ static void set_map_layout(cu_ew_layout *l, const bp_plan *p, size_t esize) {
             if (p->strides[k][d] % per != 0)
                 return;
     }
-    l->path = CU_EW_INNER;
+    l->path = GPU_EW_INNER;
 }
 
 /* Work items of a map kernel: 16-byte packs of elements unless the layout is strided. */
-static int64_t map_items(const cu_ew_layout *l, size_t esize) {
-    int64_t per = l->path != CU_EW_STRIDED ? (int64_t)(16 / esize) : 1;
+static int64_t map_items(const gpu_ew_layout *l, size_t esize) {
+    int64_t per = l->path != GPU_EW_STRIDED ? (int64_t)(16 / esize) : 1;
     return (l->numel + per - 1) / per;
 }
 
 /* Threads per block of a row kernel: about 8 elements a thread, 32 to 256. */
 static unsigned row_block(int64_t len) {
     unsigned block = 32;
-    while (block < CU_EW_MAX_BLOCK && (int64_t)block * 8 < len)
+    while (block < GPU_EW_MAX_BLOCK && (int64_t)block * 8 < len)
         block *= 2;
     return block;
 }
 
 /* Dynamic shared memory of a block kernel of rows (ew_softmax_block, ew_norm): the row
  * in f32 when it caches it. */
-static unsigned row_cache_bytes(const cu_ew_rows *r, int cache) {
+static unsigned row_cache_bytes(const gpu_ew_rows *r, int cache) {
     return cache ? (unsigned)r->len * (unsigned)sizeof(float) : 0;
 }
 
@@ -186,7 +186,7 @@ static bp_status op_fill(const bp_kernel_call *call) {
     bp_plan p;
     bp_plan_elementwise(&p, out, 0, NULL);
     size_t es = bp_plugin_dtype_size(out->dtype);
-    cu_ew_layout l;
+    gpu_ew_layout l;
     set_map_layout(&l, &p, es);
     void *o = out->data;
     void *params[] = {&o, &l, &bits};
@@ -201,7 +201,7 @@ static bp_status move(cu_stream *s, const bp_tensor_desc *out, const bp_tensor_d
     bp_plan p;
     bp_plan_elementwise(&p, out, 1, &in);
     size_t es = bp_plugin_dtype_size(out->dtype);
-    cu_ew_layout l;
+    gpu_ew_layout l;
     set_map_layout(&l, &p, es);
     void *o = out->data, *i = in->data;
     void *params[] = {&o, &i, &l};
@@ -218,7 +218,7 @@ static bp_status op_copy(const bp_kernel_call *call) {
         return BP_OK;
     bp_plan p;
     bp_plan_elementwise(&p, out, 1, &in);
-    cu_ew_layout l;
+    gpu_ew_layout l;
     set_layout(&l, &p);
     void *o = out->data, *i = in->data;
     int src = in->dtype;
@@ -243,7 +243,7 @@ static bp_status op_where(const bp_kernel_call *call) {
         return BP_OK;
     bp_plan p;
     bp_plan_elementwise(&p, out, 3, call->inputs);
-    cu_ew_layout l;
+    gpu_ew_layout l;
     set_layout(&l, &p);
     void *o = out->data, *c = call->inputs[0]->data, *x = call->inputs[1]->data,
          *y = call->inputs[2]->data;
@@ -262,7 +262,7 @@ static bp_status unary(const bp_kernel_call *call, int op, float param) {
     bp_plan p;
     bp_plan_elementwise(&p, out, 1, call->inputs);
     size_t es = bp_plugin_dtype_size(call->dtype);
-    cu_ew_layout l;
+    gpu_ew_layout l;
     set_map_layout(&l, &p, es);
     void *o = out->data, *i = call->inputs[0]->data;
     void *params[] = {&o, &i, &l, &op, &param};
@@ -277,30 +277,30 @@ static bp_status binary(const bp_kernel_call *call, int op) {
     bp_plan p;
     bp_plan_elementwise(&p, out, 2, call->inputs);
     size_t es = bp_plugin_dtype_size(call->dtype);
-    cu_ew_layout l;
+    gpu_ew_layout l;
     set_map_layout(&l, &p, es);
     void *o = out->data, *a = call->inputs[0]->data, *b = call->inputs[1]->data;
     void *params[] = {&o, &a, &b, &l, &op};
     return launch_items(s, binary_kernels[call->dtype], map_items(&l, es), params, call->op_name);
 }
 
-static bp_status op_add(const bp_kernel_call *call) { return binary(call, CU_EW_ADD); }
-static bp_status op_sub(const bp_kernel_call *call) { return binary(call, CU_EW_SUB); }
-static bp_status op_mul(const bp_kernel_call *call) { return binary(call, CU_EW_MUL); }
-static bp_status op_div(const bp_kernel_call *call) { return binary(call, CU_EW_DIV); }
+static bp_status op_add(const bp_kernel_call *call) { return binary(call, GPU_EW_ADD); }
+static bp_status op_sub(const bp_kernel_call *call) { return binary(call, GPU_EW_SUB); }
+static bp_status op_mul(const bp_kernel_call *call) { return binary(call, GPU_EW_MUL); }
+static bp_status op_div(const bp_kernel_call *call) { return binary(call, GPU_EW_DIV); }
 
 static bp_status op_scale(const bp_kernel_call *call) {
     const bp_scale_attrs *a = call->attrs;
-    return unary(call, CU_EW_SCALE, a ? (float)a->alpha : 1.0f);
+    return unary(call, GPU_EW_SCALE, a ? (float)a->alpha : 1.0f);
 }
 
-static bp_status op_exp(const bp_kernel_call *call) { return unary(call, CU_EW_EXP, 0.0f); }
-static bp_status op_tanh(const bp_kernel_call *call) { return unary(call, CU_EW_TANH, 0.0f); }
-static bp_status op_silu(const bp_kernel_call *call) { return unary(call, CU_EW_SILU, 0.0f); }
+static bp_status op_exp(const bp_kernel_call *call) { return unary(call, GPU_EW_EXP, 0.0f); }
+static bp_status op_tanh(const bp_kernel_call *call) { return unary(call, GPU_EW_TANH, 0.0f); }
+static bp_status op_silu(const bp_kernel_call *call) { return unary(call, GPU_EW_SILU, 0.0f); }
 
 static bp_status op_gelu(const bp_kernel_call *call) {
     const bp_gelu_attrs *a = call->attrs;
-    return unary(call, a && a->approximate_tanh ? CU_EW_GELU_TANH : CU_EW_GELU_ERF, 0.0f);
+    return unary(call, a && a->approximate_tanh ? GPU_EW_GELU_TANH : GPU_EW_GELU_ERF, 0.0f);
 }
 
 /* ---- reductions ---- */
@@ -314,7 +314,7 @@ static bp_status reduce(const bp_kernel_call *call, int op) {
     if (bp_plugin_numel(out) == 0)
         return BP_OK;
     const bp_reduce_attrs *a = call->attrs;
-    cu_ew_rows r;
+    gpu_ew_rows r;
     set_rows(&r, out, in, a && in->ndim ? a->dim : 0, out->ndim == in->ndim);
     void *o = out->data, *i = in->data;
     void *params[] = {&o, &i, &r, &op};
@@ -325,15 +325,15 @@ static bp_status reduce(const bp_kernel_call *call, int op) {
     return launch_items(s, reduce_thread_kernels[call->dtype], rows, params, call->op_name);
 }
 
-static bp_status op_sum(const bp_kernel_call *call) { return reduce(call, CU_EW_SUM); }
-static bp_status op_max(const bp_kernel_call *call) { return reduce(call, CU_EW_MAX); }
-static bp_status op_mean(const bp_kernel_call *call) { return reduce(call, CU_EW_MEAN); }
+static bp_status op_sum(const bp_kernel_call *call) { return reduce(call, GPU_EW_SUM); }
+static bp_status op_max(const bp_kernel_call *call) { return reduce(call, GPU_EW_MAX); }
+static bp_status op_mean(const bp_kernel_call *call) { return reduce(call, GPU_EW_MEAN); }
 
 /* ---- softmax, norms, rope: rows of the last dim ---- */
 
-/* Rows up to CU_EW_SOFTMAX_WARP_MAX long: a warp each, the row in registers (the
+/* Rows up to GPU_EW_SOFTMAX_WARP_MAX long: a warp each, the row in registers (the
  * smallest kernel that holds it); longer rows: a block each, the row cached in shared
- * memory up to CU_EW_ROW_CACHE_MAX elements. */
+ * memory up to GPU_EW_ROW_CACHE_MAX elements. */
 static bp_status op_softmax(const bp_kernel_call *call) {
     cu_stream *s = call->stream;
     const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
@@ -343,21 +343,21 @@ static bp_status op_softmax(const bp_kernel_call *call) {
     float scale = a ? a->scale : 1.0f;
     int causal = a ? a->causal : 0;
     int64_t sq = in->ndim >= 2 ? in->shape[in->ndim - 2] : 1;
-    cu_ew_rows r;
+    gpu_ew_rows r;
     set_rows(&r, out, in, in->ndim - 1, true);
     void *o = out->data, *i = in->data;
     int64_t rows = r.rows.numel;
-    if (r.len <= CU_EW_SOFTMAX_WARP_MAX) {
+    if (r.len <= GPU_EW_SOFTMAX_WARP_MAX) {
         int e = 0;
         while (32 * (8 << e) < r.len)
             e++;
-        const int64_t rows_per_block = CU_EW_SOFTMAX_WARP_BLOCK / 32;
+        const int64_t rows_per_block = GPU_EW_SOFTMAX_WARP_BLOCK / 32;
         void *params[] = {&o, &i, &r, &scale, &causal, &sq};
         return launch(s, softmax_warp_kernels[call->dtype][e],
-                      (rows + rows_per_block - 1) / rows_per_block, CU_EW_SOFTMAX_WARP_BLOCK, 0,
+                      (rows + rows_per_block - 1) / rows_per_block, GPU_EW_SOFTMAX_WARP_BLOCK, 0,
                       params, "softmax");
     }
-    int cache = r.len <= CU_EW_ROW_CACHE_MAX;
+    int cache = r.len <= GPU_EW_ROW_CACHE_MAX;
     void *params[] = {&o, &i, &r, &scale, &causal, &sq, &cache};
     return launch(s, softmax_block_kernels[call->dtype], rows, row_block(r.len),
                   row_cache_bytes(&r, cache), params, "softmax");
@@ -365,7 +365,7 @@ static bp_status op_softmax(const bp_kernel_call *call) {
 
 /* rmsnorm (center 0) and layernorm (center 1): inputs {x}, {x, weight} or {x, weight,
  * bias} (ops/norm.c). A block per row, the row cached in shared memory up to
- * CU_EW_ROW_CACHE_MAX elements. */
+ * GPU_EW_ROW_CACHE_MAX elements. */
 static bp_status norm(const bp_kernel_call *call, int center) {
     cu_stream *s = call->stream;
     const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
@@ -373,13 +373,13 @@ static bp_status norm(const bp_kernel_call *call, int center) {
         return BP_OK;
     const bp_norm_attrs *a = call->attrs;
     float eps = a ? a->eps : 0.0f;
-    cu_ew_rows r;
+    gpu_ew_rows r;
     set_rows(&r, out, in, in->ndim - 1, true);
     const bp_tensor_desc *w = call->n_inputs > 1 ? call->inputs[1] : NULL;
     const bp_tensor_desc *b = call->n_inputs > 2 ? call->inputs[2] : NULL;
     void *o = out->data, *i = in->data, *wp = w ? w->data : NULL, *bp = b ? b->data : NULL;
     int64_t ws = w ? w->strides[0] : 0, bs = b ? b->strides[0] : 0;
-    int cache = r.len <= CU_EW_ROW_CACHE_MAX;
+    int cache = r.len <= GPU_EW_ROW_CACHE_MAX;
     void *params[] = {&o, &i, &r, &wp, &ws, &bp, &bs, &eps, &center, &cache};
     return launch(s, norm_kernels[call->dtype], r.rows.numel, row_block(r.len),
                   row_cache_bytes(&r, cache), params, call->op_name);
@@ -395,7 +395,7 @@ static bp_status op_rope(const bp_kernel_call *call) {
     if (bp_plugin_numel(out) == 0)
         return BP_OK;
     const bp_rope_attrs *a = call->attrs;
-    cu_ew_rows r;
+    gpu_ew_rows r;
     set_rows(&r, out, in, in->ndim - 1, true);
     int64_t pairs = r.rows.numel * (r.len / 2);
     if (pairs == 0)

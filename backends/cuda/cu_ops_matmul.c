@@ -28,7 +28,7 @@
 #include "cu_internal.h"
 #include "matmul_args.h"
 
-_Static_assert(CU_MATMUL_MAX_BATCH_DIMS == BP_KERNEL_MAX_DIMS - 2,
+_Static_assert(GPU_MATMUL_MAX_BATCH_DIMS == BP_KERNEL_MAX_DIMS - 2,
                "the kernels take every batch dim");
 
 /* Problems of at most this many multiply-adds (items * m * n * k) skip cuBLASLt. */
@@ -42,9 +42,9 @@ typedef struct mm_problem {
     int64_t m, n, k;
     int64_t sam, sak, sbk, sbn, scm, scn; /* element strides after the transposes */
     int nbatch;                           /* batch dims left after merging */
-    int64_t bshape[CU_MATMUL_MAX_BATCH_DIMS];
-    int64_t bsa[CU_MATMUL_MAX_BATCH_DIMS], bsb[CU_MATMUL_MAX_BATCH_DIMS],
-        bsc[CU_MATMUL_MAX_BATCH_DIMS];
+    int64_t bshape[GPU_MATMUL_MAX_BATCH_DIMS];
+    int64_t bsa[GPU_MATMUL_MAX_BATCH_DIMS], bsb[GPU_MATMUL_MAX_BATCH_DIMS],
+        bsc[GPU_MATMUL_MAX_BATCH_DIMS];
     int64_t items; /* product of bshape */
 } mm_problem;
 
@@ -248,19 +248,19 @@ static bp_status run_gemms(cu_stream *s, const mm_problem *p, const mm_gemms *gm
 static int32_t load_mode(const mm_problem *p, const void *base, int64_t rows, int64_t rs,
                          int64_t ks, const int64_t *bs) {
     if (ks != 1 && llabs(ks) >= llabs(rs))
-        return CU_MATMUL_LOAD_ROW_FAST;
+        return GPU_MATMUL_LOAD_ROW_FAST;
     bool aligned = p->dtype != BP_DTYPE_F32 && (uintptr_t)base % 16 == 0 &&
                    (rows == 1 || rs % 8 == 0) && ks == 1;
     for (int d = 0; aligned && d < p->nbatch; d++)
         aligned = bs[d] % 8 == 0;
-    return aligned ? CU_MATMUL_LOAD_VEC16 : CU_MATMUL_LOAD_K_FAST;
+    return aligned ? GPU_MATMUL_LOAD_VEC16 : GPU_MATMUL_LOAD_K_FAST;
 }
 
 /* Launches the kernel of p's dtype for items [first, p->items). */
 static bp_status launch_kernels(cu_stream *s, const mm_problem *p, int64_t first) {
     cu_device *dev = s->device;
     bool f32 = p->dtype == BP_DTYPE_F32;
-    int64_t tile = f32 ? CU_MATMUL_SIMT_TILE : CU_MATMUL_MMA_TILE;
+    int64_t tile = f32 ? GPU_MATMUL_SIMT_TILE : GPU_MATMUL_MMA_TILE;
     int64_t tiles = ((p->m + tile - 1) / tile) * ((p->n + tile - 1) / tile);
     int64_t count = p->items - first;
     int64_t per_z = count < 65535 ? count : 65535;
@@ -270,7 +270,7 @@ static bp_status launch_kernels(cu_stream *s, const mm_problem *p, int64_t first
                                   "cuda:%d: matmul: %lld items of %lld x %lld outputs are more "
                                   "than one launch takes",
                                   dev->index, (long long)count, (long long)p->m, (long long)p->n);
-    cu_matmul_args args = {
+    gpu_matmul_args args = {
         .a = p->a, .b = p->b, .c = p->c,
         .m = p->m, .n = p->n, .k = p->k,
         .sam = p->sam, .sak = p->sak, .sbk = p->sbk, .sbn = p->sbn, .scm = p->scm, .scn = p->scn,
@@ -288,7 +288,7 @@ static bp_status launch_kernels(cu_stream *s, const mm_problem *p, int64_t first
     cu_kernel_id kernel = f32                           ? CU_K_matmul_f32_simt
                           : p->dtype == BP_DTYPE_F16    ? CU_K_matmul_f16_mma
                                                         : CU_K_matmul_bf16_mma;
-    unsigned threads = f32 ? CU_MATMUL_SIMT_THREADS : CU_MATMUL_MMA_THREADS;
+    unsigned threads = f32 ? GPU_MATMUL_SIMT_THREADS : GPU_MATMUL_MMA_THREADS;
     const unsigned grid[3] = {(unsigned)tiles, (unsigned)per_z, (unsigned)zs};
     const unsigned block[3] = {threads, 1, 1};
     void *params[] = {&args};

@@ -61,7 +61,7 @@ static bp_status sdpa(const bp_kernel_call *call) {
                                   dev->index, (long long)batch, (long long)heads, (long long)sq,
                                   (long long)d, (long long)sk);
 
-    cu_sdpa_args a = {.q = q->data, .k = k->data, .v = v->data, .o = o->data};
+    gpu_sdpa_args a = {.q = q->data, .k = k->data, .v = v->data, .o = o->data};
     copy_strides(a.q_st, q);
     copy_strides(a.k_st, k);
     copy_strides(a.v_st, v);
@@ -86,22 +86,22 @@ static bp_status sdpa(const bp_kernel_call *call) {
     bool half = dt == BP_DTYPE_F16 || dt == BP_DTYPE_BF16;
     bool flash = half && (d == 64 || d == 128) && rows_aligned(q) && rows_aligned(k) &&
                  rows_aligned(v) && rows_aligned(o) &&
-                 CU_SDPA_FLASH_SMEM(d) <= dev->info.max_smem_optin;
+                 GPU_SDPA_FLASH_SMEM(d) <= dev->info.max_smem_optin;
     cu_kernel_id kernel;
     int64_t blocks;
     unsigned threads, smem;
     if (flash) {
         kernel = flash_kernels[dt == BP_DTYPE_BF16][d == 128];
-        blocks = batch * heads * ceil_div(sq, CU_SDPA_FLASH_ROWS);
-        threads = CU_SDPA_FLASH_WARPS * 32;
-        smem = (unsigned)CU_SDPA_FLASH_SMEM(d);
+        blocks = batch * heads * ceil_div(sq, GPU_SDPA_FLASH_ROWS);
+        threads = GPU_SDPA_FLASH_WARPS * 32;
+        smem = (unsigned)GPU_SDPA_FLASH_SMEM(d);
     } else {
         int vec = d <= 64 ? 2 : d <= 128 ? 4 : 8;
         kernel = generic_kernels[dt == BP_DTYPE_F32 ? 0 : dt == BP_DTYPE_F16 ? 1 : 2]
                                 [vec == 2 ? 0 : vec == 4 ? 1 : 2];
-        blocks = batch * heads * ceil_div(sq, CU_SDPA_GENERIC_ROWS) * ceil_div(d, 32 * vec);
-        threads = CU_SDPA_GENERIC_WARPS * 32;
-        smem = (unsigned)CU_SDPA_GENERIC_SMEM(vec);
+        blocks = batch * heads * ceil_div(sq, GPU_SDPA_GENERIC_ROWS) * ceil_div(d, 32 * vec);
+        threads = GPU_SDPA_GENERIC_WARPS * 32;
+        smem = (unsigned)GPU_SDPA_GENERIC_SMEM(vec);
     }
     if (blocks > INT32_MAX)
         return cu_host->set_error(BP_ERR_UNSUPPORTED, "cuda:%d: sdpa: %lld thread blocks are "

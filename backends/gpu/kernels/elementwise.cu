@@ -14,10 +14,10 @@
  *   ew_norm_<dt>                    rmsnorm and layernorm, one block per row (likewise)
  *   ew_rope_<dt>                    rotary embedding, one thread per rotated pair
  *
- * Elementwise kernels walk a cu_ew_layout (the host's plan of the operands) with
+ * Elementwise kernels walk a gpu_ew_layout (the host's plan of the operands) with
  * grid-stride loops over int64 indices; contiguous operands (and rows of them, with
  * broadcasts along the last dim) take 16-byte loads and stores where the pointers are
- * 16-byte aligned. Row kernels get the rows as a cu_ew_rows. Semantics follow the cpu
+ * 16-byte aligned. Row kernels get the rows as a gpu_ew_rows. Semantics follow the cpu
  * kernels (ops/cpu/*.c): float results round to nearest even, reductions accumulate in
  * f32, NaN wins a max; integers compute in their own type and wrap around. */
 #include "elementwise_common.cuh"
@@ -25,10 +25,10 @@
 /* ---- elementwise maps over same-dtype operands ---- */
 
 /* Stride of operand k in the last dim of L. */
-__device__ __forceinline__ int64_t last_stride(const cu_ew_layout &L, int k) {
+__device__ __forceinline__ int64_t last_stride(const gpu_ew_layout &L, int k) {
     int64_t s = 0;
 #pragma unroll
-    for (int d = 0; d < CU_EW_MAX_DIMS; d++)
+    for (int d = 0; d < GPU_EW_MAX_DIMS; d++)
         if (d == L.ndim - 1)
             s = L.strides[k][d];
     return s;
@@ -67,13 +67,13 @@ __device__ __forceinline__ Pack<T> map_pack(F f, const Pack<T> &pa, const Pack<T
 
 /* out = f(), f(a) or f(a, b) for NIN = 0, 1 or 2, element by element, over layout L
  * (operand 0 out, then a, then b). f takes and returns stored values of T. The host's
- * L.path says how: CU_EW_FLAT and CU_EW_INNER take 16-byte packs where the pointers are
- * 16-byte aligned, else (and for CU_EW_STRIDED) element by element. */
+ * L.path says how: GPU_EW_FLAT and GPU_EW_INNER take 16-byte packs where the pointers are
+ * 16-byte aligned, else (and for GPU_EW_STRIDED) element by element. */
 template <int NIN, typename T, typename F>
-__device__ __forceinline__ void map(T *out, const T *a, const T *b, const cu_ew_layout &L, F f) {
+__device__ __forceinline__ void map(T *out, const T *a, const T *b, const gpu_ew_layout &L, F f) {
     constexpr int V = Pack<T>::N;
     const int64_t n = L.numel;
-    if (L.path == CU_EW_FLAT) {
+    if (L.path == GPU_EW_FLAT) {
         const bool vec =
             aligned16(out) && (NIN < 1 || aligned16(a)) && (NIN < 2 || aligned16(b));
         const int64_t nvec = vec ? n / V : 0;
@@ -92,7 +92,7 @@ __device__ __forceinline__ void map(T *out, const T *a, const T *b, const cu_ew_
         }
         return;
     }
-    if (L.path == CU_EW_INNER) {
+    if (L.path == GPU_EW_INNER) {
         const bool a_bcast = NIN >= 1 && last_stride(L, 1) == 0;
         const bool b_bcast = NIN >= 2 && last_stride(L, 2) == 0;
         if (aligned16(out) && (NIN < 1 || a_bcast || aligned16(a)) &&
@@ -138,24 +138,24 @@ __device__ __forceinline__ float gelu_tanh(float x) {
 }
 
 template <typename T>
-__device__ __forceinline__ void unary(T *out, const T *in, const cu_ew_layout &L, int op, float p) {
+__device__ __forceinline__ void unary(T *out, const T *in, const gpu_ew_layout &L, int op, float p) {
     switch (op) {
-    case CU_EW_SCALE:
+    case GPU_EW_SCALE:
         map<1>(out, in, in, L, [p](T x) { return from_f32<T>(to_f32(x) * p); });
         break;
-    case CU_EW_EXP:
+    case GPU_EW_EXP:
         map<1>(out, in, in, L, [](T x) { return from_f32<T>(expf(to_f32(x))); });
         break;
-    case CU_EW_TANH:
+    case GPU_EW_TANH:
         map<1>(out, in, in, L, [](T x) { return from_f32<T>(tanhf(to_f32(x))); });
         break;
-    case CU_EW_SILU:
+    case GPU_EW_SILU:
         map<1>(out, in, in, L, [](T x) { return from_f32<T>(silu(to_f32(x))); });
         break;
-    case CU_EW_GELU_ERF:
+    case GPU_EW_GELU_ERF:
         map<1>(out, in, in, L, [](T x) { return from_f32<T>(gelu_erf(to_f32(x))); });
         break;
-    case CU_EW_GELU_TANH:
+    case GPU_EW_GELU_TANH:
         map<1>(out, in, in, L, [](T x) { return from_f32<T>(gelu_tanh(to_f32(x))); });
         break;
     default:
@@ -164,19 +164,19 @@ __device__ __forceinline__ void unary(T *out, const T *in, const cu_ew_layout &L
 }
 
 template <typename T>
-__device__ __forceinline__ void binary(T *out, const T *a, const T *b, const cu_ew_layout &L,
+__device__ __forceinline__ void binary(T *out, const T *a, const T *b, const gpu_ew_layout &L,
                                        int op) {
     switch (op) {
-    case CU_EW_ADD:
+    case GPU_EW_ADD:
         map<2>(out, a, b, L, [](T x, T y) { return from_f32<T>(to_f32(x) + to_f32(y)); });
         break;
-    case CU_EW_SUB:
+    case GPU_EW_SUB:
         map<2>(out, a, b, L, [](T x, T y) { return from_f32<T>(to_f32(x) - to_f32(y)); });
         break;
-    case CU_EW_MUL:
+    case GPU_EW_MUL:
         map<2>(out, a, b, L, [](T x, T y) { return from_f32<T>(to_f32(x) * to_f32(y)); });
         break;
-    case CU_EW_DIV:
+    case GPU_EW_DIV:
         map<2>(out, a, b, L, [](T x, T y) { return from_f32<T>(to_f32(x) / to_f32(y)); });
         break;
     default:
@@ -186,12 +186,12 @@ __device__ __forceinline__ void binary(T *out, const T *a, const T *b, const cu_
 
 /* Integer add, sub and mul, wrapping around (there is no integer div). */
 template <typename T>
-__device__ __forceinline__ void int_binary(T *out, const T *a, const T *b, const cu_ew_layout &L,
+__device__ __forceinline__ void int_binary(T *out, const T *a, const T *b, const gpu_ew_layout &L,
                                            int op) {
     switch (op) {
-    case CU_EW_ADD: map<2>(out, a, b, L, [](T x, T y) { return wrap_add(x, y); }); break;
-    case CU_EW_SUB: map<2>(out, a, b, L, [](T x, T y) { return wrap_sub(x, y); }); break;
-    case CU_EW_MUL: map<2>(out, a, b, L, [](T x, T y) { return wrap_mul(x, y); }); break;
+    case GPU_EW_ADD: map<2>(out, a, b, L, [](T x, T y) { return wrap_add(x, y); }); break;
+    case GPU_EW_SUB: map<2>(out, a, b, L, [](T x, T y) { return wrap_sub(x, y); }); break;
+    case GPU_EW_MUL: map<2>(out, a, b, L, [](T x, T y) { return wrap_mul(x, y); }); break;
     default: break;
     }
 }
@@ -199,20 +199,20 @@ __device__ __forceinline__ void int_binary(T *out, const T *a, const T *b, const
 /* ---- moves, fills, where (by element size: the bytes are copied as they are) ---- */
 
 template <typename T>
-__device__ __forceinline__ void move(T *out, const T *in, const cu_ew_layout &L) {
+__device__ __forceinline__ void move(T *out, const T *in, const gpu_ew_layout &L) {
     map<1>(out, in, in, L, [](T x) { return x; });
 }
 
 /* `bits` holds the element in its low sizeof(T) bytes. */
 template <typename T>
-__device__ __forceinline__ void fill(T *out, const cu_ew_layout &L, uint64_t bits) {
+__device__ __forceinline__ void fill(T *out, const gpu_ew_layout &L, uint64_t bits) {
     const T value = (T)bits;
     map<0>(out, out, out, L, [value]() { return value; });
 }
 
 template <typename T>
 __device__ __forceinline__ void where(T *out, const uint8_t *cond, const T *a, const T *b,
-                                      const cu_ew_layout &L) {
+                                      const gpu_ew_layout &L) {
     for (int64_t i = thread_index(); i < L.numel; i += thread_count()) {
         int64_t off[4];
         layout_offsets(L, i, off);
@@ -326,7 +326,7 @@ template <typename TD> __device__ __forceinline__ TD convert(Bool8 x) {
 }
 
 template <typename TD, typename TS>
-__device__ __forceinline__ void convert_all(TD *out, const TS *in, const cu_ew_layout &L) {
+__device__ __forceinline__ void convert_all(TD *out, const TS *in, const gpu_ew_layout &L) {
     for (int64_t i = thread_index(); i < L.numel; i += thread_count()) {
         int64_t off[2];
         layout_offsets(L, i, off);
@@ -334,20 +334,20 @@ __device__ __forceinline__ void convert_all(TD *out, const TS *in, const cu_ew_l
     }
 }
 
-/* out (dtype TD) = in, of source dtype `src` (CU_EW_F32 ...). */
+/* out (dtype TD) = in, of source dtype `src` (GPU_EW_F32 ...). */
 template <typename TD>
-__device__ __forceinline__ void convert_from(TD *out, const void *in, const cu_ew_layout &L,
+__device__ __forceinline__ void convert_from(TD *out, const void *in, const gpu_ew_layout &L,
                                              int src) {
     switch (src) {
-    case CU_EW_F32: convert_all(out, (const float *)in, L); break;
-    case CU_EW_F16: convert_all(out, (const __half *)in, L); break;
-    case CU_EW_BF16: convert_all(out, (const __nv_bfloat16 *)in, L); break;
-    case CU_EW_F64: convert_all(out, (const double *)in, L); break;
-    case CU_EW_I8: convert_all(out, (const int8_t *)in, L); break;
-    case CU_EW_U8: convert_all(out, (const uint8_t *)in, L); break;
-    case CU_EW_I32: convert_all(out, (const int32_t *)in, L); break;
-    case CU_EW_I64: convert_all(out, (const int64_t *)in, L); break;
-    case CU_EW_BOOL: convert_all(out, (const Bool8 *)in, L); break;
+    case GPU_EW_F32: convert_all(out, (const float *)in, L); break;
+    case GPU_EW_F16: convert_all(out, (const __half *)in, L); break;
+    case GPU_EW_BF16: convert_all(out, (const __nv_bfloat16 *)in, L); break;
+    case GPU_EW_F64: convert_all(out, (const double *)in, L); break;
+    case GPU_EW_I8: convert_all(out, (const int8_t *)in, L); break;
+    case GPU_EW_U8: convert_all(out, (const uint8_t *)in, L); break;
+    case GPU_EW_I32: convert_all(out, (const int32_t *)in, L); break;
+    case GPU_EW_I64: convert_all(out, (const int64_t *)in, L); break;
+    case GPU_EW_BOOL: convert_all(out, (const Bool8 *)in, L); break;
     default: break;
     }
 }
@@ -447,21 +447,21 @@ __device__ __forceinline__ typename Value<T>::type row_reduce(const T *x, int64_
  * cpu's). */
 template <typename T>
 __device__ __forceinline__ void store_result(T *y, float res, int op, int64_t len) {
-    *y = from_f32<T>(op == CU_EW_MEAN ? res / (float)len : res);
+    *y = from_f32<T>(op == GPU_EW_MEAN ? res / (float)len : res);
 }
 __device__ __forceinline__ void store_result(int32_t *y, int32_t res, int, int64_t) { *y = res; }
 __device__ __forceinline__ void store_result(int64_t *y, int64_t res, int, int64_t) { *y = res; }
 
 /* One block per row: out[row] = sum, max or mean of the input row. */
 template <typename T>
-__device__ __forceinline__ void reduce_block(T *out, const T *in, const cu_ew_rows &R, int op) {
+__device__ __forceinline__ void reduce_block(T *out, const T *in, const gpu_ew_rows &R, int op) {
     typedef typename Value<T>::type V;
     __shared__ V part[32];
     for (int64_t r = blockIdx.x; r < R.rows.numel; r += gridDim.x) {
         int64_t off[2];
         layout_offsets(R.rows, r, off);
         const T *x = in + off[1];
-        const V res = op == CU_EW_MAX ? row_reduce<RED_MAX>(x, R.len, R.in_stride, part)
+        const V res = op == GPU_EW_MAX ? row_reduce<RED_MAX>(x, R.len, R.in_stride, part)
                                       : row_reduce<RED_SUM>(x, R.len, R.in_stride, part);
         if (threadIdx.x == 0)
             store_result(out + off[0], res, op, R.len);
@@ -474,7 +474,7 @@ __device__ __forceinline__ void reduce_block(T *out, const T *in, const cu_ew_ro
 
 /* One thread per row (rows whose elements are far apart, or short). */
 template <typename T>
-__device__ __forceinline__ void reduce_thread(T *out, const T *in, const cu_ew_rows &R, int op) {
+__device__ __forceinline__ void reduce_thread(T *out, const T *in, const gpu_ew_rows &R, int op) {
     typedef typename Value<T>::type V;
     const int64_t len = R.len, stride = R.in_stride;
     for (int64_t r = thread_index(); r < R.rows.numel; r += thread_count()) {
@@ -482,7 +482,7 @@ __device__ __forceinline__ void reduce_thread(T *out, const T *in, const cu_ew_r
         layout_offsets(R.rows, r, off);
         const T *x = in + off[1];
         V res;
-        if (op == CU_EW_MAX) {
+        if (op == GPU_EW_MAX) {
             res = identity<RED_MAX, V>();
             for (int64_t j = 0; j < len; j++)
                 res = combine<RED_MAX>(res, load_value(x[j * stride]));
@@ -609,7 +609,7 @@ __device__ __forceinline__ void softmax_warp_row(const T *x, T *y, int len, int 
 
 /* One warp per row, for rows of up to 32 * EPL elements. */
 template <typename T, int EPL>
-__device__ __forceinline__ void softmax_warp(T *out, const T *in, const cu_ew_rows &R,
+__device__ __forceinline__ void softmax_warp(T *out, const T *in, const gpu_ew_rows &R,
                                              float scale, int causal, int64_t sq) {
     constexpr int V = Pack<T>::N;
     static_assert(EPL % V == 0, "a lane holds whole packs");
@@ -636,7 +636,7 @@ __device__ __forceinline__ void softmax_warp(T *out, const T *in, const cu_ew_ro
 /* One block per row, for rows longer than the warp kernel takes, the row cached in
  * shared memory when `cache` (see "a row for a block"). */
 template <typename T>
-__device__ __forceinline__ void softmax_block(T *out, const T *in, const cu_ew_rows &R,
+__device__ __forceinline__ void softmax_block(T *out, const T *in, const gpu_ew_rows &R,
                                               float scale, int causal, int64_t sq, int cache) {
     extern __shared__ float row[];
     __shared__ float part[32];
@@ -695,7 +695,7 @@ __device__ __forceinline__ void softmax_block(T *out, const T *in, const cu_ew_r
  * (layernorm) and rstd = 1 / sqrt(mean((x - mean)^2) + eps); w and b NULL when absent.
  * The row is cached in shared memory when `cache` (see "a row for a block"). */
 template <typename T>
-__device__ __forceinline__ void norm(T *out, const T *in, const cu_ew_rows &R, const T *w,
+__device__ __forceinline__ void norm(T *out, const T *in, const gpu_ew_rows &R, const T *w,
                                      int64_t ws, const T *b, int64_t bs, float eps, int center,
                                      int cache) {
     extern __shared__ float row[];
@@ -754,7 +754,7 @@ __device__ __forceinline__ float reduce_angle(double angle) {
 }
 
 template <typename T>
-__device__ __forceinline__ void rope(T *out, const T *in, const cu_ew_rows &R, int64_t seq,
+__device__ __forceinline__ void rope(T *out, const T *in, const gpu_ew_rows &R, int64_t seq,
                                      float theta, int pos_offset, int interleaved) {
     const int64_t len = R.len, half = len / 2, is = R.in_stride, os = R.out_stride;
     const int64_t pairs = R.rows.numel * half;
@@ -777,22 +777,22 @@ __device__ __forceinline__ void rope(T *out, const T *in, const cu_ew_rows &R, i
 
 /* ---- the kernels (extern "C": their names are in elementwise.def) ---- */
 
-#define KERNEL extern "C" __global__ void __launch_bounds__(CU_EW_MAX_BLOCK)
+#define KERNEL extern "C" __global__ void __launch_bounds__(GPU_EW_MAX_BLOCK)
 
 /* Sum, max (and, for floats, mean) over rows. */
 #define REDUCE_KERNELS(dt, T)                                                                 \
-    KERNEL ew_reduce_block_##dt(T *out, const T *in, cu_ew_rows R, int op) {                  \
+    KERNEL ew_reduce_block_##dt(T *out, const T *in, gpu_ew_rows R, int op) {                  \
         reduce_block(out, in, R, op);                                                         \
     }                                                                                         \
-    KERNEL ew_reduce_thread_##dt(T *out, const T *in, cu_ew_rows R, int op) {                 \
+    KERNEL ew_reduce_thread_##dt(T *out, const T *in, gpu_ew_rows R, int op) {                 \
         reduce_thread(out, in, R, op);                                                        \
     }
 
 #define FLOAT_KERNELS(dt, T)                                                                  \
-    KERNEL ew_unary_##dt(T *out, const T *in, cu_ew_layout L, int op, float p) {              \
+    KERNEL ew_unary_##dt(T *out, const T *in, gpu_ew_layout L, int op, float p) {              \
         unary(out, in, L, op, p);                                                             \
     }                                                                                         \
-    KERNEL ew_binary_##dt(T *out, const T *a, const T *b, cu_ew_layout L, int op) {           \
+    KERNEL ew_binary_##dt(T *out, const T *a, const T *b, gpu_ew_layout L, int op) {           \
         binary(out, a, b, L, op);                                                             \
     }                                                                                         \
     REDUCE_KERNELS(dt, T)                                                                     \
@@ -800,15 +800,15 @@ __device__ __forceinline__ void rope(T *out, const T *in, const cu_ew_rows &R, i
     SOFTMAX_WARP(dt, T, 16)                                                                   \
     SOFTMAX_WARP(dt, T, 32)                                                                   \
     SOFTMAX_WARP(dt, T, 64)                                                                   \
-    KERNEL ew_softmax_block_##dt(T *out, const T *in, cu_ew_rows R, float scale, int causal,  \
+    KERNEL ew_softmax_block_##dt(T *out, const T *in, gpu_ew_rows R, float scale, int causal,  \
                                  int64_t sq, int cache) {                                     \
         softmax_block(out, in, R, scale, causal, sq, cache);                                  \
     }                                                                                         \
-    KERNEL ew_norm_##dt(T *out, const T *in, cu_ew_rows R, const T *w, int64_t ws, const T *b, \
+    KERNEL ew_norm_##dt(T *out, const T *in, gpu_ew_rows R, const T *w, int64_t ws, const T *b, \
                         int64_t bs, float eps, int center, int cache) {                       \
         norm(out, in, R, w, ws, b, bs, eps, center, cache);                                   \
     }                                                                                         \
-    KERNEL ew_rope_##dt(T *out, const T *in, cu_ew_rows R, int64_t seq, float theta,          \
+    KERNEL ew_rope_##dt(T *out, const T *in, gpu_ew_rows R, int64_t seq, float theta,          \
                         int pos_offset, int interleaved) {                                    \
         rope(out, in, R, seq, theta, pos_offset, interleaved);                                \
     }
@@ -816,8 +816,8 @@ __device__ __forceinline__ void rope(T *out, const T *in, const cu_ew_rows &R, i
 /* At most 128 registers a thread, so that 16 warps (rows) fit on an SM; the longest
  * rows (EPL 64) fit in that without spilling. */
 #define SOFTMAX_WARP(dt, T, EPL)                                                              \
-    extern "C" __global__ void __launch_bounds__(CU_EW_SOFTMAX_WARP_BLOCK, 4)                 \
-        ew_softmax_warp##EPL##_##dt(T *out, const T *in, cu_ew_rows R, float scale,           \
+    extern "C" __global__ void __launch_bounds__(GPU_EW_SOFTMAX_WARP_BLOCK, 4)                 \
+        ew_softmax_warp##EPL##_##dt(T *out, const T *in, gpu_ew_rows R, float scale,           \
                                     int causal, int64_t sq) {                                 \
         softmax_warp<T, EPL>(out, in, R, scale, causal, sq);                                  \
     }
@@ -827,7 +827,7 @@ FLOAT_KERNELS(f16, __half)
 FLOAT_KERNELS(bf16, __nv_bfloat16)
 
 #define INT_KERNELS(dt, T)                                                                    \
-    KERNEL ew_binary_##dt(T *out, const T *a, const T *b, cu_ew_layout L, int op) {           \
+    KERNEL ew_binary_##dt(T *out, const T *a, const T *b, gpu_ew_layout L, int op) {           \
         int_binary(out, a, b, L, op);                                                         \
     }                                                                                         \
     REDUCE_KERNELS(dt, T)
@@ -836,10 +836,10 @@ INT_KERNELS(i32, int32_t)
 INT_KERNELS(i64, int64_t)
 
 #define SIZED_KERNELS(size, T)                                                                \
-    KERNEL ew_move_##size(T *out, const T *in, cu_ew_layout L) { move(out, in, L); }          \
-    KERNEL ew_fill_##size(T *out, cu_ew_layout L, uint64_t bits) { fill(out, L, bits); }      \
+    KERNEL ew_move_##size(T *out, const T *in, gpu_ew_layout L) { move(out, in, L); }          \
+    KERNEL ew_fill_##size(T *out, gpu_ew_layout L, uint64_t bits) { fill(out, L, bits); }      \
     KERNEL ew_where_##size(T *out, const uint8_t *cond, const T *a, const T *b,               \
-                           cu_ew_layout L) {                                                  \
+                           gpu_ew_layout L) {                                                  \
         where(out, cond, a, b, L);                                                            \
     }
 
@@ -849,7 +849,7 @@ SIZED_KERNELS(4, uint32_t)
 SIZED_KERNELS(8, uint64_t)
 
 #define CONVERT_KERNEL(dt, T)                                                                 \
-    KERNEL ew_convert_##dt(T *out, const void *in, cu_ew_layout L, int src) {                 \
+    KERNEL ew_convert_##dt(T *out, const void *in, gpu_ew_layout L, int src) {                 \
         convert_from(out, in, L, src);                                                        \
     }
 

@@ -6,7 +6,7 @@
  *     with results that wrap around, as the cpu kernels do;
  *   - 16-byte packs for vectorized loads and stores of contiguous operands;
  *   - grid-stride loops with int64 indices;
- *   - operand offsets of element i of a cu_ew_layout;
+ *   - operand offsets of element i of a gpu_ew_layout;
  *   - warp and block reductions (sums and maxima). */
 #ifndef CU_ELEMENTWISE_COMMON_CUH
 #define CU_ELEMENTWISE_COMMON_CUH
@@ -96,13 +96,13 @@ __device__ __forceinline__ int64_t div_index(int64_t a, int64_t b) {
 /* off[k] = offset in elements of element i (0 <= i < L.numel) in operand k, k < N. The
  * dims are unrolled so that L stays in the kernel's parameter space. */
 template <int N>
-__device__ __forceinline__ void layout_offsets(const cu_ew_layout &L, int64_t i,
+__device__ __forceinline__ void layout_offsets(const gpu_ew_layout &L, int64_t i,
                                                int64_t (&off)[N]) {
 #pragma unroll
     for (int k = 0; k < N; k++)
         off[k] = 0;
 #pragma unroll
-    for (int d = CU_EW_MAX_DIMS - 1; d >= 0; d--) {
+    for (int d = GPU_EW_MAX_DIMS - 1; d >= 0; d--) {
         if (d < L.ndim) {
             int64_t index = i; /* the outermost dim takes what is left */
             if (d > 0) {

@@ -22,14 +22,14 @@
 namespace {
 
 /* Element offsets of this block's batch item in a, b and c; false past the last item. */
-__device__ __forceinline__ bool batch_item(const cu_matmul_args &p, int64_t &oa, int64_t &ob,
+__device__ __forceinline__ bool batch_item(const gpu_matmul_args &p, int64_t &oa, int64_t &ob,
                                            int64_t &oc) {
     int64_t t = p.item_begin + (int64_t)blockIdx.z * gridDim.y + blockIdx.y;
     if (t >= p.items)
         return false;
     oa = ob = oc = 0;
 #pragma unroll
-    for (int d = CU_MATMUL_MAX_BATCH_DIMS - 1; d >= 0; d--) {
+    for (int d = GPU_MATMUL_MAX_BATCH_DIMS - 1; d >= 0; d--) {
         if (d < p.nbatch) {
             int64_t i = t % p.bshape[d];
             t /= p.bshape[d];
@@ -43,11 +43,11 @@ __device__ __forceinline__ bool batch_item(const cu_matmul_args &p, int64_t &oa,
 
 /* ---- f32: shared-memory tiled FMA ---- */
 
-constexpr int ST = CU_MATMUL_SIMT_TILE;     /* 64 rows of a and of b (n) per block */
+constexpr int ST = GPU_MATMUL_SIMT_TILE;     /* 64 rows of a and of b (n) per block */
 constexpr int SK = 16;                      /* k per step */
 constexpr int SPITCH = ST + 2;              /* shared row pitch: conflict-free stores */
-constexpr int SWORK = ST * SK / CU_MATMUL_SIMT_THREADS; /* elements per thread per operand */
-static_assert(CU_MATMUL_SIMT_THREADS == 256 && ST == 64 && SWORK == 4, "simt tiling");
+constexpr int SWORK = ST * SK / GPU_MATMUL_SIMT_THREADS; /* elements per thread per operand */
+static_assert(GPU_MATMUL_SIMT_THREADS == 256 && ST == 64 && SWORK == 4, "simt tiling");
 
 /* This thread's elements of an operand's tiles: element i of every k step is
  * (row[i], k0 + kk[i]); `at[i]` points at (row[i], kk[i]) of the first step, NULL for a
@@ -66,7 +66,7 @@ __device__ __forceinline__ simt_operand simt_operand_at(const float *x, int64_t 
     o.ks = ks;
 #pragma unroll
     for (int i = 0; i < SWORK; i++) {
-        int e = threadIdx.x + i * CU_MATMUL_SIMT_THREADS;
+        int e = threadIdx.x + i * GPU_MATMUL_SIMT_THREADS;
         o.row[i] = k_fast ? e / SK : e % ST;
         o.kk[i] = k_fast ? e % SK : e / ST;
         o.at[i] = o.row[i] < rows ? x + o.row[i] * rs + o.kk[i] * ks : nullptr;
@@ -91,17 +91,17 @@ __device__ __forceinline__ void simt_store(float (*s)[SPITCH], const float v[SWO
 
 /* ---- f16 / bf16: tensor cores ---- */
 
-constexpr int MT = CU_MATMUL_MMA_TILE;      /* 64 rows of a and of b (n) per block */
+constexpr int MT = GPU_MATMUL_MMA_TILE;      /* 64 rows of a and of b (n) per block */
 constexpr int MK = 32;                      /* k per step */
 constexpr int MPITCH = MK + 8;              /* 80-byte rows: conflict-free ldmatrix */
-constexpr int MCHUNKS = MT * MK / 8 / CU_MATMUL_MMA_THREADS; /* 8-element chunks per thread */
-static_assert(CU_MATMUL_MMA_THREADS == 128 && MT == 64 && MCHUNKS == 2, "mma tiling");
+constexpr int MCHUNKS = MT * MK / 8 / GPU_MATMUL_MMA_THREADS; /* 8-element chunks per thread */
+static_assert(GPU_MATMUL_MMA_THREADS == 128 && MT == 64 && MCHUNKS == 2, "mma tiling");
 
 typedef uint16_t mma_tile[MT][MPITCH]; /* raw f16/bf16 bits, row = m (or n), column = k */
 
 /* Chunk c (0 .. MT*MK/8-1) of a tile as (row, first k): 8 consecutive k of one row. */
 __device__ __forceinline__ void mma_slot(int c, int mode, int &row, int &kc) {
-    if (mode == CU_MATMUL_LOAD_ROW_FAST) {
+    if (mode == GPU_MATMUL_LOAD_ROW_FAST) {
         row = c % MT;
         kc = c / MT * 8;
     } else {
@@ -117,13 +117,13 @@ __device__ __forceinline__ void mma_load(uint4 v[MCHUNKS], const uint16_t *x, in
 #pragma unroll
     for (int i = 0; i < MCHUNKS; i++) {
         int row, kc;
-        mma_slot(threadIdx.x + i * CU_MATMUL_MMA_THREADS, mode, row, kc);
+        mma_slot(threadIdx.x + i * GPU_MATMUL_MMA_THREADS, mode, row, kc);
         int64_t kb = k0 + kc;
         v[i] = make_uint4(0, 0, 0, 0);
         if (row >= rows)
             continue;
         const uint16_t *r = x + row * rs;
-        if (mode == CU_MATMUL_LOAD_VEC16 && kb + 8 <= k) {
+        if (mode == GPU_MATMUL_LOAD_VEC16 && kb + 8 <= k) {
             v[i] = *reinterpret_cast<const uint4 *>(r + kb);
             continue;
         }
@@ -140,7 +140,7 @@ __device__ __forceinline__ void mma_store(mma_tile &s, const uint4 v[MCHUNKS], i
 #pragma unroll
     for (int i = 0; i < MCHUNKS; i++) {
         int row, kc;
-        mma_slot(threadIdx.x + i * CU_MATMUL_MMA_THREADS, mode, row, kc);
+        mma_slot(threadIdx.x + i * GPU_MATMUL_MMA_THREADS, mode, row, kc);
         *reinterpret_cast<uint4 *>(&s[row][kc]) = v[i];
     }
 }
@@ -208,7 +208,7 @@ __device__ __forceinline__ void mma_step(float acc[2][4][4], const mma_tile &sa,
     }
 }
 
-template <typename T> __device__ __forceinline__ void matmul_mma(const cu_matmul_args &p) {
+template <typename T> __device__ __forceinline__ void matmul_mma(const gpu_matmul_args &p) {
     int64_t oa, ob, oc;
     if (!batch_item(p, oa, ob, oc))
         return;
@@ -264,8 +264,8 @@ template <typename T> __device__ __forceinline__ void matmul_mma(const cu_matmul
 
 } /* namespace */
 
-extern "C" __global__ void __launch_bounds__(CU_MATMUL_SIMT_THREADS)
-    matmul_f32_simt(const cu_matmul_args p) {
+extern "C" __global__ void __launch_bounds__(GPU_MATMUL_SIMT_THREADS)
+    matmul_f32_simt(const gpu_matmul_args p) {
     int64_t oa, ob, oc;
     if (!batch_item(p, oa, ob, oc))
         return;
@@ -274,9 +274,9 @@ extern "C" __global__ void __launch_bounds__(CU_MATMUL_SIMT_THREADS)
     const float *a = (const float *)p.a + oa + m0 * p.sam;
     const float *b = (const float *)p.b + ob + n0 * p.sbn;
     simt_operand opa = simt_operand_at(a, p.m - m0, p.sam, p.sak,
-                                       p.load_a != CU_MATMUL_LOAD_ROW_FAST);
+                                       p.load_a != GPU_MATMUL_LOAD_ROW_FAST);
     simt_operand opb = simt_operand_at(b, p.n - n0, p.sbn, p.sbk,
-                                       p.load_b != CU_MATMUL_LOAD_ROW_FAST);
+                                       p.load_b != GPU_MATMUL_LOAD_ROW_FAST);
 
     __shared__ float sa[2][SK][SPITCH], sb[2][SK][SPITCH];
     float acc[4][4] = {};
@@ -329,12 +329,12 @@ extern "C" __global__ void __launch_bounds__(CU_MATMUL_SIMT_THREADS)
         }
 }
 
-extern "C" __global__ void __launch_bounds__(CU_MATMUL_MMA_THREADS)
-    matmul_f16_mma(const cu_matmul_args p) {
+extern "C" __global__ void __launch_bounds__(GPU_MATMUL_MMA_THREADS)
+    matmul_f16_mma(const gpu_matmul_args p) {
     matmul_mma<__half>(p);
 }
 
-extern "C" __global__ void __launch_bounds__(CU_MATMUL_MMA_THREADS)
-    matmul_bf16_mma(const cu_matmul_args p) {
+extern "C" __global__ void __launch_bounds__(GPU_MATMUL_MMA_THREADS)
+    matmul_bf16_mma(const gpu_matmul_args p) {
     matmul_mma<__nv_bfloat16>(p);
 }

@@ -4,17 +4,17 @@
  *                          aligned: FlashAttention-2 on tensor cores (sdpa_flash.cuh)
  *   sdpa_generic_<t>_v<n>  any dtype, head dim and strides, 32 * n output dims per
  *                          block (sdpa_generic.cuh)
- * Each takes one cu_sdpa_args (sdpa_args.h) and a 1-D grid; cu_ops_sdpa.c sizes it. */
+ * Each takes one gpu_sdpa_args (sdpa_args.h) and a 1-D grid; cu_ops_sdpa.c sizes it. */
 #include "sdpa_flash.cuh"
 #include "sdpa_generic.cuh"
 
 #define FLASH_KERNEL(name, T, D)                                                              \
-    extern "C" __global__ void __launch_bounds__(CU_SDPA_FLASH_WARPS * 32, 2)                 \
-        name(const cu_sdpa_args a) {                                                          \
+    extern "C" __global__ void __launch_bounds__(GPU_SDPA_FLASH_WARPS * 32, 2)                 \
+        name(const gpu_sdpa_args a) {                                                          \
         extern __shared__ uint4 flash_smem[];                                                 \
-        sdpa_flash::attention<T, D, CU_SDPA_FLASH_WARPS,                                      \
-                              CU_SDPA_FLASH_ROWS / (CU_SDPA_FLASH_WARPS * 16),                \
-                              CU_SDPA_FLASH_KEYS(D)>(a, (unsigned char *)flash_smem);         \
+        sdpa_flash::attention<T, D, GPU_SDPA_FLASH_WARPS,                                      \
+                              GPU_SDPA_FLASH_ROWS / (GPU_SDPA_FLASH_WARPS * 16),                \
+                              GPU_SDPA_FLASH_KEYS(D)>(a, (unsigned char *)flash_smem);         \
     }
 
 FLASH_KERNEL(sdpa_flash_bf16_d64, __nv_bfloat16, 64)
@@ -25,8 +25,8 @@ FLASH_KERNEL(sdpa_flash_f16_d128, __half, 128)
 /* Blocks per multiprocessor the registers must allow: vec 8 takes 84 KB of shared
  * memory (two blocks), the others less than half that. */
 #define GENERIC_KERNEL(name, T, VEC)                                                          \
-    extern "C" __global__ void __launch_bounds__(CU_SDPA_GENERIC_WARPS * 32, VEC == 8 ? 2 : 4) \
-        name(const cu_sdpa_args a) {                                                          \
+    extern "C" __global__ void __launch_bounds__(GPU_SDPA_GENERIC_WARPS * 32, VEC == 8 ? 2 : 4) \
+        name(const gpu_sdpa_args a) {                                                          \
         extern __shared__ float generic_smem[];                                               \
         sdpa_generic::attention<T, VEC>(a, generic_smem);                                     \
     }

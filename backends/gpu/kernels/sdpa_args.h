@@ -6,12 +6,12 @@
  * stride is in elements (any order, 0 for a broadcast dim). Query head h reads key
  * head h / group. Scores are built as ops/sdpa.c says: q.k * scale, softcap, ALiBi,
  * then the causal and window masks. */
-#ifndef CU_KERNELS_SDPA_ARGS_H
-#define CU_KERNELS_SDPA_ARGS_H
+#ifndef GPU_KERNELS_SDPA_ARGS_H
+#define GPU_KERNELS_SDPA_ARGS_H
 
 #include <stdint.h>
 
-typedef struct cu_sdpa_args {
+typedef struct gpu_sdpa_args {
     const void *q, *k, *v;
     void *o;
     const float *alibi;       /* per-head slopes, or NULL */
@@ -24,28 +24,28 @@ typedef struct cu_sdpa_args {
     int32_t causal;           /* 0 or 1 */
     int32_t window;           /* 0: off */
     int32_t pad;
-} cu_sdpa_args;
+} gpu_sdpa_args;
 
 /* The flash kernels (f16 and bf16, d of 64 or 128, rows of stride 1 and 16-byte
- * aligned): a block of CU_SDPA_FLASH_WARPS warps takes CU_SDPA_FLASH_ROWS query rows
- * and walks the keys in tiles of CU_SDPA_FLASH_KEYS(d), double-buffered. */
-#define CU_SDPA_FLASH_WARPS 4
-#define CU_SDPA_FLASH_ROWS 128
-#define CU_SDPA_FLASH_KEYS(d) ((d) == 64 ? 128 : 64)
+ * aligned): a block of GPU_SDPA_FLASH_WARPS warps takes GPU_SDPA_FLASH_ROWS query rows
+ * and walks the keys in tiles of GPU_SDPA_FLASH_KEYS(d), double-buffered. */
+#define GPU_SDPA_FLASH_WARPS 4
+#define GPU_SDPA_FLASH_ROWS 128
+#define GPU_SDPA_FLASH_KEYS(d) ((d) == 64 ? 128 : 64)
 /* Dynamic shared memory: the query rows and two tiles of keys and values (2 bytes each). */
-#define CU_SDPA_FLASH_SMEM(d) ((CU_SDPA_FLASH_ROWS + 4 * CU_SDPA_FLASH_KEYS(d)) * (d) * 2)
+#define GPU_SDPA_FLASH_SMEM(d) ((GPU_SDPA_FLASH_ROWS + 4 * GPU_SDPA_FLASH_KEYS(d)) * (d) * 2)
 
-/* The generic kernels (any dtype, d and strides): a block of CU_SDPA_GENERIC_WARPS warps
- * takes CU_SDPA_GENERIC_ROWS query rows and the output dims [c * w, (c + 1) * w) for one
+/* The generic kernels (any dtype, d and strides): a block of GPU_SDPA_GENERIC_WARPS warps
+ * takes GPU_SDPA_GENERIC_ROWS query rows and the output dims [c * w, (c + 1) * w) for one
  * chunk c, with w = 32 * vec the dims one kernel holds (vec = 2, 4 or 8); keys come in
  * blocks of 32. */
-#define CU_SDPA_GENERIC_WARPS 4
-#define CU_SDPA_GENERIC_ROWS 16
-#define CU_SDPA_GENERIC_KEYS 32
+#define GPU_SDPA_GENERIC_WARPS 4
+#define GPU_SDPA_GENERIC_ROWS 16
+#define GPU_SDPA_GENERIC_KEYS 32
 /* Dynamic shared memory (f32): a chunk of the rows' queries, the block's keys (transposed,
  * padded) and values over 32 * vec dims, and the rows' probabilities. */
-#define CU_SDPA_GENERIC_SMEM(vec)                                                             \
-    ((CU_SDPA_GENERIC_ROWS * 32 * (vec) + 32 * (vec) * (CU_SDPA_GENERIC_KEYS + 1) +           \
-      CU_SDPA_GENERIC_KEYS * 32 * (vec) + CU_SDPA_GENERIC_ROWS * CU_SDPA_GENERIC_KEYS) * 4)
+#define GPU_SDPA_GENERIC_SMEM(vec)                                                             \
+    ((GPU_SDPA_GENERIC_ROWS * 32 * (vec) + 32 * (vec) * (GPU_SDPA_GENERIC_KEYS + 1) +           \
+      GPU_SDPA_GENERIC_KEYS * 32 * (vec) + GPU_SDPA_GENERIC_ROWS * GPU_SDPA_GENERIC_KEYS) * 4)
 
 #endif

@@ -19,8 +19,8 @@
  * c ^ (r & 7): the eight rows an ldmatrix reads at one logical chunk land in eight
  * different bank groups. Fragments (PTX ISA, mma.m16n8k16): lane = 4 g + t holds
  * C/D elements (g, 2t..2t+1) and (g + 8, 2t..2t+1) of each 16 x 8 tile. */
-#ifndef CU_KERNELS_SDPA_FLASH_CUH
-#define CU_KERNELS_SDPA_FLASH_CUH
+#ifndef GPU_KERNELS_SDPA_FLASH_CUH
+#define GPU_KERNELS_SDPA_FLASH_CUH
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -141,7 +141,7 @@ static __device__ __forceinline__ uint32_t chunk_pair(const uint32_t (&off)[4], 
 }
 
 template <typename T, int D, int WARPS, int MT, int BK>
-static __device__ __forceinline__ void attention(const cu_sdpa_args &a, unsigned char *smem) {
+static __device__ __forceinline__ void attention(const gpu_sdpa_args &a, unsigned char *smem) {
     using op = ops<T>;
     constexpr int THREADS = WARPS * 32, BM = WARPS * MT * 16, ROW_BYTES = D * 2;
     constexpr int KSTEPS = D / 16;  /* k steps of Q K^T, and pairs of 8-wide d tiles of O */

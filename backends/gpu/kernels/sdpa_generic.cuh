@@ -9,8 +9,8 @@
  * shuffles (online softmax in f32), and lane l then accumulates output dims
  * l, l + 32, ... of the chunk over the block's probabilities. Score order and masks as
  * ops/sdpa.c; a row that sees no key is 0. */
-#ifndef CU_KERNELS_SDPA_GENERIC_CUH
-#define CU_KERNELS_SDPA_GENERIC_CUH
+#ifndef GPU_KERNELS_SDPA_GENERIC_CUH
+#define GPU_KERNELS_SDPA_GENERIC_CUH
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -70,10 +70,10 @@ static __device__ __forceinline__ void stage(float *dst, int drs, int dxs, const
 }
 
 template <typename T, int VEC>
-static __device__ __forceinline__ void attention(const cu_sdpa_args &a, float *smem) {
-    constexpr int WARPS = CU_SDPA_GENERIC_WARPS, THREADS = WARPS * 32;
-    constexpr int ROWS = CU_SDPA_GENERIC_ROWS, RPW = ROWS / WARPS;
-    constexpr int KB = CU_SDPA_GENERIC_KEYS, DC = 32 * VEC;
+static __device__ __forceinline__ void attention(const gpu_sdpa_args &a, float *smem) {
+    constexpr int WARPS = GPU_SDPA_GENERIC_WARPS, THREADS = WARPS * 32;
+    constexpr int ROWS = GPU_SDPA_GENERIC_ROWS, RPW = ROWS / WARPS;
+    constexpr int KB = GPU_SDPA_GENERIC_KEYS, DC = 32 * VEC;
     static_assert(KB == 32 && ROWS % WARPS == 0, "a lane per key, whole rows per warp");
     /* Read along their rows as float4 broadcasts (qs, ps) or a word per lane (ks, vs). */
     float *qs = smem;                 /* [ROWS][DC]     queries, one piece of the head dim */
