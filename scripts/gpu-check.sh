@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317 # the step functions are called indirectly, through step()
-# gpu-check.sh: the whole check on a machine with an NVIDIA GPU, run from the repo root.
+# gpu-check.sh: the whole check on a machine with a GPU, run from the repo root.
 #
-#   scripts/gpu-check.sh
+#   scripts/gpu-check.sh [--device cuda:0|rocm:0]
+#
+# --device (or GPU_CHECK_DEVICE; default cuda:0) is the device under test: an NVIDIA GPU
+# through the cuda plugin, or an AMD GPU through the rocm plugin (`hip:N` is the same as
+# `rocm:N`). The steps that only NVIDIA's tools can take (the bare cuLaunchKernel floor,
+# compute-sanitizer) say "skipped: <why>" for rocm.
 #
 # Steps (each timed, its exit status recorded; a failure does not stop the others):
 #   deps         unpack .devdeps/*.deb (cJSON, cmocka, pkgconf) into /tmp/deps when present,
 #                and point pkg-config / the loader / CMake at them
 #   build        cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release; cmake --build -j16
-#   ctest        ctest --test-dir build-gpu -j8 --output-on-failure -L cuda (the cuda tests)
+#   ctest        ctest --test-dir build-gpu -j8 --output-on-failure -L cuda (the tests of the
+#                device's plugin: -L rocm for rocm)
 #   info         bp-info (and bp-info --json)
-#   conformance  bp-conformance --device cuda:0 --junit $OUT/conformance-cuda.xml
+#   conformance  bp-conformance --device cuda:0 --junit $OUT/conformance-cuda.xml (the
+#                device's type in the file names: conformance-rocm.xml for rocm)
 #   conformance-full  bp-conformance --device cuda:0 --level full --filter 'ops.*'
 #                --junit $OUT/conformance-cuda-full.xml (the tuned kernels' shapes)
 #   demo         sliced_attention --device cuda:0 --shape 8,32,2048,128 --dtype bf16 --json
 #   bench-launch bp-bench launch --device cuda:0 --json, and bp-cuda-launch-floor --json
-#                (the driver's own host cost per launch)
+#                (the driver's own host cost per launch; cuda only)
 #   bench-alloc  bp-bench alloc --device cuda:0 --json
 #   startup      bp-startup --json -- readme_example: the README example (cpu only) with
 #                the plugins present and with BP_AUTOLOAD=0 (lazy backends: about equal)
@@ -23,7 +30,8 @@
 #                --sdpa 8,32,2048,128 --warmup 5 --repeat 20 --json
 #   torch        python3 scripts/torch_reference.py --json (same shapes, same statistic)
 #   sanitizer    compute-sanitizer --tool memcheck on the demo at 2,4,256,64 and on each
-#                ctest entry whose name contains "cuda" (but conformance_cuda, see below)
+#                ctest entry whose name contains "cuda" (but conformance_cuda, see below);
+#                cuda only
 #   cpu-compare  (optional: only when GPU_CHECK_ONLY or GPU_CHECK_EXTRA names it) the host
 #                CPU: scripts/cpu-compare.sh --threads 16 --json $OUT/cpu-compare.json,
 #                backplane's cpu matmul and sdpa beside PyTorch CPU (issue 20's table; with
@@ -42,7 +50,7 @@
 #   GPU_CHECK_CPU_THREADS=16          cpu-compare's --threads (BP_NUM_THREADS and torch's)
 #   GPU_CHECK_CPU_ENGINES=""          cpu-compare's --engines, e.g. "onednn blas builtin"
 #   GPU_CHECK_BUILD_DIR=build-gpu     the build directory
-#   GPU_CHECK_DEVICE=cuda:0           the device under test
+#   GPU_CHECK_DEVICE=cuda:0           the device under test (as --device)
 #   GPU_CHECK_SHAPE=8,32,2048,128     B,H,S,D of the demo, the sdpa bench and torch
 #   GPU_CHECK_MATMUL=8192,8192,8192   M,N,K of the matmul bench and torch
 #   GPU_CHECK_SAN_SHAPE=2,4,256,64    the demo's shape under compute-sanitizer
@@ -51,8 +59,9 @@
 #                                     cuda_* entries use no GPU; '' runs all)
 #   GPU_CHECK_SAN_TIMEOUT=300         seconds per sanitized test
 #   GPU_CHECK_JOBS=16 GPU_CHECK_CTEST_JOBS=8
-#   GPU_CHECK_CTEST_ARGS="-L cuda -E ^conformance_cuda$"  which ctest entries (the cuda
-#                                     ones; the suite has its own step; '' runs all)
+#   GPU_CHECK_CTEST_ARGS="-L cuda -E ^conformance_cuda$"  which ctest entries (the
+#                                     device's plugin's: rocm for rocm; the suite has its
+#                                     own step; '' runs all)
 #   GPU_CHECK_CMAKE_ARGS="..."        more arguments for the configure step
 #   GPU_CHECK_DEADLINE=570            seconds from the start after which no step starts
 #                                     (and a running step is cut), so that the summary
@@ -62,11 +71,38 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+DEVICE=${GPU_CHECK_DEVICE:-cuda:0}
+while (($#)); do
+    case $1 in
+    --device) (($# >= 2)) || { echo "gpu-check: --device needs a value" >&2; exit 2; }
+        DEVICE=$2; shift 2 ;;
+    --device=*) DEVICE=${1#--device=}; shift ;;
+    -h | --help) sed -n '3,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu-check: unknown argument '$1' (usage: scripts/gpu-check.sh [--device cuda:0|rocm:0])" >&2
+        exit 2 ;;
+    esac
+done
+# The device's type names its plugin's tests (ctest -L), the conformance files and the
+# steps that apply; hip is rocm's alias.
+DEVICE_TYPE=${DEVICE%%:*}
+DEVICE_TYPE=${DEVICE_TYPE,,}
+[[ $DEVICE_TYPE == hip ]] && DEVICE_TYPE=rocm
+DEVICE_INDEX=0
+[[ $DEVICE == *:* ]] && DEVICE_INDEX=${DEVICE#*:}
+if [[ $DEVICE_TYPE != cuda && $DEVICE_TYPE != rocm ]] || ! [[ $DEVICE_INDEX =~ ^[0-9]+$ ]]; then
+    echo "gpu-check: --device '$DEVICE': expected cuda:N or rocm:N (hip:N)" >&2
+    exit 2
+fi
+# Steps that need NVIDIA's tools: on another device each says why it is skipped.
+declare -A NOT_FOR_DEVICE=()
+if [[ $DEVICE_TYPE != cuda ]]; then
+    NOT_FOR_DEVICE[sanitizer]="compute-sanitizer is NVIDIA's memcheck: it checks CUDA programs only"
+fi
+
 OUT=${OUT:-/tmp/gpu-check}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 BUILD=${GPU_CHECK_BUILD_DIR:-build-gpu}
-DEVICE=${GPU_CHECK_DEVICE:-cuda:0}
 SHAPE=${GPU_CHECK_SHAPE:-8,32,2048,128}
 MATMUL=${GPU_CHECK_MATMUL:-8192,8192,8192}
 SAN_SHAPE=${GPU_CHECK_SAN_SHAPE:-2,4,256,64}
@@ -120,6 +156,11 @@ step() {
     if skipped "$name"; then
         STATUS[$name]=skipped SECS[$name]=0
         echo "== $name: skipped"
+        return 0
+    fi
+    if [[ -n ${NOT_FOR_DEVICE[$name]:-} ]]; then
+        STATUS[$name]=skipped SECS[$name]=0
+        echo "== $name: skipped: ${NOT_FOR_DEVICE[$name]} (device $DEVICE)"
         return 0
     fi
     if ((DEADLINE > 0)); then
@@ -200,7 +241,7 @@ step_build() {
 step_ctest() {
     # shellcheck disable=SC2086 # the arguments are words
     lim ctest --test-dir "$BUILD" -j "$CTEST_JOBS" --output-on-failure \
-        --output-junit "$OUT/ctest.xml" ${GPU_CHECK_CTEST_ARGS--L cuda -E ^conformance_cuda\$}
+        --output-junit "$OUT/ctest.xml" ${GPU_CHECK_CTEST_ARGS--L $DEVICE_TYPE -E ^conformance_$DEVICE_TYPE\$}
 }
 
 step_info() {
@@ -209,12 +250,12 @@ step_info() {
 }
 
 step_conformance() {
-    lim "$BIN/bp-conformance" --device "$DEVICE" --junit "$OUT/conformance-cuda.xml"
+    lim "$BIN/bp-conformance" --device "$DEVICE" --junit "$OUT/conformance-$DEVICE_TYPE.xml"
 }
 
 step_conformance_full() {
     lim "$BIN/bp-conformance" --device "$DEVICE" --level full --filter 'ops.*' --timeout 280 \
-        --junit "$OUT/conformance-cuda-full.xml"
+        --junit "$OUT/conformance-$DEVICE_TYPE-full.xml"
 }
 
 # CMD... >FILE.json: runs CMD with its stdout in $OUT/FILE and copies it to the log.
@@ -240,6 +281,10 @@ step_demo() {
 step_bench_launch() {
     json_to bench-launch.json "$BIN/bp-bench" launch --device "$DEVICE" --json
     # The driver's own cost per cuLaunchKernel: the floor under the figure above.
+    if [[ $DEVICE_TYPE != cuda ]]; then
+        echo "bp-cuda-launch-floor: skipped: it measures cuLaunchKernel (cuda only; device $DEVICE)"
+        return 0
+    fi
     json_to launch-floor.json "$BIN/bp-cuda-launch-floor" --json
 }
 step_bench_alloc() { json_to bench-alloc.json "$BIN/bp-bench" alloc --device "$DEVICE" --json; }
@@ -250,7 +295,8 @@ step_bench_ops() {
 }
 
 step_torch() {
-    json_to torch.json "$PY" scripts/torch_reference.py --device "$DEVICE" --shape "$SHAPE" \
+    # PyTorch for ROCm names AMD GPUs cuda:N too.
+    json_to torch.json "$PY" scripts/torch_reference.py --device "cuda:$DEVICE_INDEX" --shape "$SHAPE" \
         --matmul "$MATMUL" --warmup 5 --repeat 20 --json
 }
 
@@ -358,12 +404,12 @@ for s in "${STEPS[@]}"; do steps_arg+=("$s=${STATUS[$s]}=${SECS[$s]}"); done
 {
     echo
     echo "gpu-check summary ($(date -u +%Y-%m-%dT%H:%M:%SZ), device $DEVICE, logs in $OUT)"
-    "$PY" - "$OUT" "${steps_arg[@]}" <<'PY' || echo "(the summary script failed: $?)"
+    "$PY" - "$OUT" "$DEVICE_TYPE" "${steps_arg[@]}" <<'PY' || echo "(the summary script failed: $?)"
 import json, os, re, sys
 import xml.etree.ElementTree as ET
 
-out = sys.argv[1]
-steps = [a.split("=", 2) for a in sys.argv[2:]]
+out, device_type = sys.argv[1], sys.argv[2]
+steps = [a.split("=", 2) for a in sys.argv[3:]]
 print(f"  {'step':<14} {'status':<10} {'seconds':>8}")
 for name, status, secs in steps:
     print(f"  {name:<14} {status:<10} {secs:>8}")
@@ -464,14 +510,14 @@ if isinstance(demo, list):
     errs = [r.get("max_error") for r in demo if isinstance(r, dict)]
     extra.append("demo max errors: " + ", ".join(g2(e) for e in errs))
 try:
-    root = ET.parse(os.path.join(out, "conformance-cuda.xml")).getroot()
+    root = ET.parse(os.path.join(out, f"conformance-{device_type}.xml")).getroot()
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
     tot = {k: sum(int(s.get(k, 0) or 0) for s in suites) for k in ("tests", "failures", "errors", "skipped")}
-    extra.append("conformance on cuda: {tests} tests, {failures} failures, {errors} errors, "
-                 "{skipped} skipped".format(**tot))
+    extra.append("conformance on {}: {tests} tests, {failures} failures, {errors} errors, "
+                 "{skipped} skipped".format(device_type, **tot))
     summary["conformance"] = tot
 except Exception:
-    extra.append("conformance on cuda: n/a")
+    extra.append(f"conformance on {device_type}: n/a")
 try:
     m = re.findall(r"\d+% tests passed(?:, \d+ tests failed)? out of \d+", open(os.path.join(out, "ctest.log")).read())
     extra.append("ctest: " + (m[-1] if m else "n/a"))

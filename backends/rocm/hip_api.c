@@ -68,6 +68,8 @@ int hip_api_load(hip_api *api, char *reason, size_t size) {
         return -1;
     }
     memcpy(&api->get_device_properties, &props, sizeof props);
+    void *host_func = dlsym(lib, "hipLaunchHostFunc");
+    memcpy(&api->launch_host_func, &host_func, sizeof host_func);
     hipError_t r = api->hipInit(0);
     if (r != hipSuccess) {
         char text[160];

@@ -46,7 +46,7 @@
     X(hipStreamSynchronize)                                                                  \
     X(hipStreamQuery)                                                                        \
     X(hipStreamWaitEvent)                                                                    \
-    X(hipLaunchHostFunc)                                                                     \
+    X(hipStreamAddCallback)                                                                  \
     X(hipStreamBeginCapture)                                                                 \
     X(hipStreamEndCapture)                                                                   \
     X(hipStreamIsCapturing)                                                                  \
@@ -75,6 +75,10 @@ typedef struct hip_api {
      * the struct and exports the old function as hipGetDevicePropertiesR0000 (and,
      * for old binaries, under its old name); HIP 5 has only the old name. */
     __typeof__(&hipGetDeviceProperties) get_device_properties;
+    /* hipLaunchHostFunc where the runtime exports it (HIP 5.3 on; Debian's 5.2 library
+     * declares it in its headers but lacks it), else NULL: host functions then go
+     * through hipStreamAddCallback (hip_driver.c). */
+    __typeof__(&hipLaunchHostFunc) launch_host_func;
     const char *path;    /* the file opened */
     int runtime_version; /* hipRuntimeGetVersion: e.g. 50221153 for HIP 5.2 */
 } hip_api;
