@@ -14,7 +14,9 @@
  *   FAKE_HIP_ARCH=<name>      gcnArchName (default "gfx90a:sramecc+:xnack-"); wave 32 for
  *                             gfx1*, else 64
  *   FAKE_HIP_MODULE_ERROR=<n> hipModuleLoadData returns n (e.g. 209, hipErrorNoBinaryForGpu)
- * Built a second time with FAKE_HIP_WITHOUT_GRAPH_EXEC_UPDATE, it lacks
+ * As built by default it has what ROCm 6 has beside HIP 5.2's functions: hipLaunchHostFunc
+ * and hipGetDevicePropertiesR0000. Built with FAKE_HIP_5_2 it lacks both, as Debian's
+ * HIP 5.2 runtime does; with FAKE_HIP_WITHOUT_GRAPH_EXEC_UPDATE it lacks
  * hipGraphExecUpdate (a runtime older than the plugin needs). */
 #include <hip/hip_runtime_api.h>
 
@@ -157,6 +159,14 @@ FAKE_EXPORT hipError_t hipGetDeviceProperties(hipDeviceProp_t *prop, int device)
     prop->maxThreadsPerBlock = 1024;
     return hipSuccess;
 }
+
+#ifndef FAKE_HIP_5_2
+/* ROCm 6's name for the function of HIP 5's hipDeviceProp_t. */
+FAKE_EXPORT hipError_t hipGetDevicePropertiesR0000(hipDeviceProp_t *prop, int device);
+FAKE_EXPORT hipError_t hipGetDevicePropertiesR0000(hipDeviceProp_t *prop, int device) {
+    return hipGetDeviceProperties(prop, device);
+}
+#endif
 
 FAKE_EXPORT hipError_t hipDeviceCanAccessPeer(int *can, int device, int peer) {
     if (!valid(device) || !valid(peer))
@@ -312,11 +322,20 @@ FAKE_EXPORT hipError_t hipStreamWaitEvent(hipStream_t stream, hipEvent_t event,
     return hipSuccess;
 }
 
+FAKE_EXPORT hipError_t hipStreamAddCallback(hipStream_t stream, hipStreamCallback_t callback,
+                                            void *data, unsigned int flags) {
+    (void)flags;
+    callback(stream, hipSuccess, data);
+    return hipSuccess;
+}
+
+#ifndef FAKE_HIP_5_2
 FAKE_EXPORT hipError_t hipLaunchHostFunc(hipStream_t stream, hipHostFn_t fn, void *data) {
     (void)stream;
     fn(data);
     return hipSuccess;
 }
+#endif
 
 FAKE_EXPORT hipError_t hipEventCreateWithFlags(hipEvent_t *event, unsigned flags) {
     (void)flags;
