@@ -78,16 +78,22 @@ static void test_pinned_host_memory(void **state) {
     BP_ASSERT_OK(bp_host_free(dev, host));
 }
 
-/* More than the fake's 64 MiB: BP_ERR_OUT_OF_MEMORY, naming the runtime's call and
- * result. */
+/* Two blocks of 40 MiB on the fake's 64 MiB: the second fails in the runtime (below the
+ * device's total, so the allocator asks it), as BP_ERR_OUT_OF_MEMORY naming the call
+ * and the runtime's result. */
 static void test_out_of_memory(void **state) {
     (void)state;
-    void *p = NULL;
-    BP_ASSERT_ERR(bp_memory_alloc(rocm(), (size_t)128 << 20, NULL, &p), BP_ERR_OUT_OF_MEMORY,
+    bp_device *dev = rocm();
+    void *first = NULL, *second = NULL;
+    BP_ASSERT_OK(bp_memory_alloc(dev, (size_t)40 << 20, NULL, &first));
+    BP_ASSERT_ERR(bp_memory_alloc(dev, (size_t)40 << 20, NULL, &second), BP_ERR_OUT_OF_MEMORY,
                   "hipMalloc");
-    assert_null(p);
-    if (!bp_test_contains(bp_last_error(), "hipErrorOutOfMemory"))
+    assert_null(second);
+    if (!bp_test_contains(bp_last_error(), "hipErrorOutOfMemory: out of memory"))
         fail_msg("'%s' lacks the runtime's result", bp_last_error());
+    print_message("%s\n", bp_last_error());
+    BP_ASSERT_OK(bp_memory_free(dev, first));
+    BP_ASSERT_OK(bp_memory_empty_cache(dev));
 }
 
 static void set_flag(void *arg) {
@@ -136,6 +142,7 @@ static void test_module_load_failure(void **state) {
     if (!bp_test_contains(bp_last_error(), "hipModuleLoadData") ||
         !bp_test_contains(bp_last_error(), "hipErrorNoBinaryForGpu"))
         fail_msg("'%s' lacks hipModuleLoadData or hipErrorNoBinaryForGpu", bp_last_error());
+    print_message("%s\n", bp_last_error());
 }
 
 int main(int argc, char **argv) {
