@@ -101,6 +101,7 @@ fi
 declare -A NOT_FOR_DEVICE=()
 if [[ $DEVICE_TYPE != cuda ]]; then
     NOT_FOR_DEVICE[sanitizer]="compute-sanitizer is NVIDIA's memcheck: it checks CUDA programs only"
+    NOT_FOR_DEVICE[conformance-portable]="the rocm plugin has only the portable kernels: the conformance step ran them"
 fi
 
 OUT=${OUT:-/tmp/gpu-check}
@@ -385,11 +386,6 @@ step_cpu_compare() {
 # The conformance suite on the portable kernels (BP_GPU_PORTABLE_KERNELS=1): every kernel
 # an AMD build holds, run on this GPU. A rocm device runs nothing else anyway.
 step_conformance_portable() {
-    local type=${DEVICE%%:*}
-    if [[ $type != cuda ]]; then
-        echo "conformance-portable: skipped: $DEVICE runs the portable kernels in the conformance step"
-        return 0
-    fi
     BP_GPU_PORTABLE_KERNELS=1 lim "$BIN/bp-conformance" --device "$DEVICE" \
         --junit "$OUT/conformance-cuda-portable.xml"
 }
