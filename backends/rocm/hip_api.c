@@ -2,9 +2,11 @@
 #include "hip_api.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The files tried when BP_ROCM_LIBRARY is unset: the development link (any installed
  * ROCm), then HIP 5's runtime, which Debian ships without the link. */
@@ -74,6 +76,13 @@ int hip_api_load(hip_api *api, char *reason, size_t size) {
     if (r != hipSuccess) {
         char text[160];
         snprintf(reason, size, "hipInit failed: %s", hip_result_text(api, r, text, sizeof text));
+        /* Without the kernel driver's device file the runtime finds no GPU: say so. */
+        if (access("/dev/kfd", R_OK | W_OK) != 0) {
+            const char *why = strerror(errno);
+            size_t len = strlen(reason);
+            snprintf(reason + len, size - len,
+                     " (/dev/kfd, the ROCm kernel driver's device: %s)", why);
+        }
         return -1;
     }
     if (api->hipRuntimeGetVersion(&api->runtime_version) != hipSuccess)

@@ -85,7 +85,8 @@ typedef struct hip_api {
 
 /* Loads the runtime and every function, and calls hipInit(0). On failure returns -1
  * with the reason in `reason` ("libamdhip64.so.5: cannot open shared object file",
- * "hipInit failed: hipErrorNoDevice"); the library stays loaded for the life of the
+ * "hipInit failed: hipErrorNoDevice", with what is wrong with /dev/kfd when it cannot be
+ * opened); the library stays loaded for the life of the
  * process once opened (unloading a runtime under live threads is unsafe). */
 int hip_api_load(hip_api *api, char *reason, size_t size);
 

@@ -18,28 +18,18 @@
 
 #include "hip_api.h"
 
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static hip_api api;
 
 /* ---- the library, errors ---- */
 
 static int load(int *driver_version, char *reason, size_t size) {
-    if (hip_api_load(&api, reason, size) != 0) {
-        /* Without the kernel driver's device file the runtime finds no GPU: say so. */
-        if (api.hipInit && access("/dev/kfd", R_OK | W_OK) != 0) {
-            const char *why = strerror(errno);
-            size_t len = strlen(reason);
-            snprintf(reason + len, size - len, " (/dev/kfd, the ROCm kernel driver's device: %s)",
-                     why);
-        }
+    if (hip_api_load(&api, reason, size) != 0)
         return -1;
-    }
     *driver_version = api.runtime_version;
     return 0;
 }

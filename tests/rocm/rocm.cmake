@@ -39,8 +39,9 @@ bp_rocm_info_test(rocm_no_runtime "BP_ROCM_LIBRARY=/nonexistent/libamdhip64.so"
   "${bp_rocm_row}the HIP runtime is not installed: /nonexistent/libamdhip64\\.so: cannot open shared object file.*\n  cpu:0 ")
 bp_rocm_info_test(rocm_not_a_runtime "BP_ROCM_LIBRARY=libm.so.6"
   "${bp_rocm_row}libm\\.so\\.6 has no hipInit: not a HIP runtime")
+# (and no "/dev/kfd" hint: that is for hipInit's failures only)
 bp_rocm_info_test(rocm_missing_function "BP_ROCM_LIBRARY=$<TARGET_FILE:bp_fake_hip_old>"
-  "${bp_rocm_row}[^\n]*libbp_fake_hip_old\\.so has no hipGraphExecUpdate")
+  "${bp_rocm_row}[^\n]*libbp_fake_hip_old\\.so has no hipGraphExecUpdate: not a HIP runtime, or one older than 5\\.2[^/\n]*\n")
 bp_rocm_info_test(rocm_init_failure "${bp_fake_hip};FAKE_HIP_INIT_ERROR=100"
   "${bp_rocm_row}hipInit failed: hipErrorNoDevice: no ROCm-capable device is detected")
 bp_rocm_info_test(rocm_no_device "${bp_fake_hip};FAKE_HIP_DEVICES=0"
