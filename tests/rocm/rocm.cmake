@@ -53,6 +53,11 @@ bp_rocm_info_test(rocm_without_kernels
 # The stand-in's device, listed as rocm:0 with its arch (features dropped) and CUs.
 bp_rocm_info_test(rocm_fake_device "${bp_fake_hip}"
   "\n  rocm:0 +rocm [^\n]*Fake AMD Instinct 0 \\(gfx90a, 104 CUs\\)")
+# The wavefront size comes from the device: 64 on CDNA, 32 on RDNA (BP_LOG=debug's line).
+bp_rocm_info_test(rocm_fake_wave64 "${bp_fake_hip};BP_LOG=debug"
+  "rocm:0: Fake AMD Instinct 0, gfx90a, 104 CUs, warp 64, 64 MiB")
+bp_rocm_info_test(rocm_fake_wave32 "${bp_fake_hip};BP_LOG=debug;FAKE_HIP_ARCH=gfx1030"
+  "rocm:0: Fake AMD Instinct 0, gfx1030, 104 CUs, warp 32, 64 MiB")
 
 # The installed HIP runtime, when there is one: every function the plugin needs is
 # found (bp-info's reason is hipInit's, or there are devices); skipped without it.
@@ -64,16 +69,20 @@ set_tests_properties(rocm_installed_runtime PROPERTIES
 
 # The GPU core through the HIP table, against the stand-in (test_rocm_fake.c): once with
 # the ROCm 6 style runtime (hipLaunchHostFunc), once as Debian's 5.2 (host functions by
-# hipStreamAddCallback, properties by their old name); and a device whose modules the
-# runtime refuses (the plugin with stand-in images).
+# hipStreamAddCallback, properties by their old name); with the plugin of stand-in
+# images (kernels registered), an op whose launch reaches the runtime, and a device
+# whose modules the runtime refuses.
 bp_add_test(test_rocm_fake SOURCES rocm/test_rocm_fake.c test_util.c)
 add_dependencies(test_rocm_fake bp_rocm bp_fake_hip bp_fake_hip52 bp_fake_hip_old)
 add_test(NAME test_rocm_fake_hip52 COMMAND ${bp_emulator} $<TARGET_FILE:test_rocm_fake>)
+add_test(NAME test_rocm_launch COMMAND ${bp_emulator} $<TARGET_FILE:test_rocm_fake> launch)
 add_test(NAME test_rocm_module_failure COMMAND ${bp_emulator} $<TARGET_FILE:test_rocm_fake> module)
 set_tests_properties(test_rocm_fake PROPERTIES ENVIRONMENT "${bp_rocm_env};${bp_fake_hip};${bp_emulator_env}")
 set_tests_properties(test_rocm_fake_hip52 PROPERTIES ENVIRONMENT
   "${bp_rocm_env};BP_ROCM_LIBRARY=$<TARGET_FILE:bp_fake_hip52>;${bp_emulator_env}")
+set_tests_properties(test_rocm_launch PROPERTIES ENVIRONMENT
+  "${bp_rocm_env};BP_PLUGIN_PATH=${CMAKE_BINARY_DIR}/tests/rocm_stubimages;${bp_fake_hip};${bp_emulator_env}")
 set_tests_properties(test_rocm_module_failure PROPERTIES ENVIRONMENT
   "${bp_rocm_env};BP_PLUGIN_PATH=${CMAKE_BINARY_DIR}/tests/rocm_stubimages;${bp_fake_hip};FAKE_HIP_MODULE_ERROR=209;${bp_emulator_env}")
-set_tests_properties(test_rocm_fake test_rocm_fake_hip52 test_rocm_module_failure PROPERTIES
+set_tests_properties(test_rocm_fake test_rocm_fake_hip52 test_rocm_launch test_rocm_module_failure PROPERTIES
   TIMEOUT 300 LABELS rocm)

@@ -5,7 +5,7 @@
  * plumbing (arguments, directions, results and their texts), not a GPU's behaviour:
  * the device type and its alias, the description (arch without feature suffixes),
  * copies and memsets landing where they should, streams, events and host functions,
- * out of memory, and a module the runtime refuses. */
+ * out of memory, a module the runtime refuses, and an op's launch reaching the runtime. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -145,10 +145,36 @@ static void test_module_load_failure(void **state) {
     print_message("%s\n", bp_last_error());
 }
 
+/* Run with a plugin that has kernels (the stand-in images will do): an op reaches
+ * hipModuleGetFunction and hipModuleLaunchKernel, whose failure in the stand-in comes
+ * back as the op's error, never as a silent result. */
+static void test_launch_reaches_runtime(void **state) {
+    (void)state;
+    bp_device *dev = rocm();
+    int64_t shape[1] = {1000};
+    bp_tensor *a = NULL, *b = NULL, *c = NULL;
+    BP_ASSERT_OK(bp_tensor_empty(dev, BP_DTYPE_F32, 1, shape, &a));
+    BP_ASSERT_OK(bp_tensor_empty(dev, BP_DTYPE_F32, 1, shape, &b));
+    bp_status st = bp_add(a, b, &c);
+    if (st == BP_OK)
+        fail_msg("an add on the stand-in runtime succeeded: no kernel can have run");
+    if (!bp_test_contains(bp_last_error(), "hipModuleLaunchKernel") ||
+        !bp_test_contains(bp_last_error(), "hipErrorNotSupported"))
+        fail_msg("'%s' lacks hipModuleLaunchKernel or hipErrorNotSupported", bp_last_error());
+    print_message("%s\n", bp_last_error());
+    bp_tensor_release(a);
+    bp_tensor_release(b);
+}
+
 int main(int argc, char **argv) {
-    /* The module test expects the open to fail: it runs alone (argument "module"). */
+    /* The module and launch tests need other environments (rocm.cmake): each runs alone,
+     * by its argument. */
     if (argc > 1 && strcmp(argv[1], "module") == 0) {
         const struct CMUnitTest tests[] = {cmocka_unit_test(test_module_load_failure)};
+        return cmocka_run_group_tests(tests, NULL, NULL);
+    }
+    if (argc > 1 && strcmp(argv[1], "launch") == 0) {
+        const struct CMUnitTest tests[] = {cmocka_unit_test(test_launch_reaches_runtime)};
         return cmocka_run_group_tests(tests, NULL, NULL);
     }
     const struct CMUnitTest tests[] = {
