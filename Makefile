@@ -57,7 +57,7 @@ build-arm: deps-arm
 	$(BUILD_UMASK) cmake --build $(ARM_BUILD_DIR) -j $(JOBS)
 
 # The Debian packages (cmake/packaging.cmake) in $(DEB_BUILD_DIR)/packages: libbackplane0,
-# libbackplane-dev, backplane-tools, backplane-plugin-{opencl,xpu,cuda}. A build of their
+# libbackplane-dev, backplane-tools, backplane-plugin-{opencl,xpu,cuda,rocm}. A build of their
 # own, configured for /usr (the paths the library and the .pc files have compiled in),
 # without the tests; `make test` checks them (tests/deb/deb.cmake).
 # Compiled with Debian's hardening flags (dpkg-buildflags, all features), as a Debian

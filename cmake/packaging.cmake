@@ -9,6 +9,7 @@
 #   plugin-opencl   backplane-plugin-opencl  needs an OpenCL ICD loader
 #   plugin-xpu      backplane-plugin-xpu     needs the Level Zero loader
 #   plugin-cuda     backplane-plugin-cuda    dlopens NVIDIA's libcuda.so.1 (see below)
+#   plugin-rocm     backplane-plugin-rocm    dlopens the HIP runtime, libamdhip64 (see below)
 #
 # The library has the plugin directory and the .pc files the install prefix compiled in:
 # packages are made from a build configured with -DCMAKE_INSTALL_PREFIX=/usr (the Makefile's
@@ -158,6 +159,18 @@ library libcuda.so.1 (and cuBLASLt, when installed) at run time: without
 NVIDIA's driver it reports no device."
   SUGGESTS libcuda1 libcublaslt12)
 
+# The rocm plugin loads the HIP runtime (libamdhip64.so.5: Debian's libamdhip64-5, amd64
+# only; or a ROCm installation's) at run time and reports no device without it or without
+# an AMD GPU, so the runtime is only suggested: most machines have no AMD GPU.
+bp_deb_package(plugin-rocm backplane-plugin-rocm libs
+  "compute device abstraction layer - ROCm plugin
+${bp_deb_about}
+
+This package holds the plugin that drives AMD GPUs (device type rocm, alias
+hip). It loads the HIP runtime libamdhip64 at run time: without it, the ROCm
+kernel driver or an AMD GPU it reports no device."
+  SUGGESTS libamdhip64-5)
+
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME backplane)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
@@ -168,12 +181,13 @@ endif()
 set(CPACK_PACKAGE_DIRECTORY ${CMAKE_BINARY_DIR}/packages)
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_DEB_COMPONENT_INSTALL ON)
-set(CPACK_COMPONENTS_ALL runtime dev tools plugin-opencl plugin-xpu plugin-cuda)
+set(CPACK_COMPONENTS_ALL runtime dev tools plugin-opencl plugin-xpu plugin-cuda plugin-rocm)
 set(CPACK_COMPONENT_DEV_DEPENDS runtime)
 set(CPACK_COMPONENT_TOOLS_DEPENDS runtime)
 set(CPACK_COMPONENT_PLUGIN-OPENCL_DEPENDS runtime)
 set(CPACK_COMPONENT_PLUGIN-XPU_DEPENDS runtime)
 set(CPACK_COMPONENT_PLUGIN-CUDA_DEPENDS runtime)
+set(CPACK_COMPONENT_PLUGIN-ROCM_DEPENDS runtime)
 # Each package depends on libbackplane0 of its exact version (the plugin interface is
 # the library's own), plus what dpkg-shlibdeps finds.
 set(CPACK_DEBIAN_ENABLE_COMPONENT_DEPENDS ON)

@@ -15,7 +15,8 @@ set -euo pipefail
 umask 022
 
 packages=(libbackplane0 libbackplane-dev backplane-tools
-          backplane-plugin-opencl backplane-plugin-xpu backplane-plugin-cuda)
+          backplane-plugin-opencl backplane-plugin-xpu backplane-plugin-cuda
+          backplane-plugin-rocm)
 
 fail() { echo "deb_packages: $*" >&2; exit 1; }
 
