@@ -166,17 +166,22 @@ static void test_launch_reaches_runtime(void **state) {
     bp_tensor_release(b);
 }
 
+/* The tests that need an environment of their own (rocm.cmake), each run alone by its
+ * argument. */
+static const struct {
+    const char *argument;
+    CMUnitTestFunction test;
+} alone[] = {
+    {"module", test_module_load_failure},
+    {"launch", test_launch_reaches_runtime},
+};
+
 int main(int argc, char **argv) {
-    /* The module and launch tests need other environments (rocm.cmake): each runs alone,
-     * by its argument. */
-    if (argc > 1 && strcmp(argv[1], "module") == 0) {
-        const struct CMUnitTest tests[] = {cmocka_unit_test(test_module_load_failure)};
-        return cmocka_run_group_tests(tests, NULL, NULL);
-    }
-    if (argc > 1 && strcmp(argv[1], "launch") == 0) {
-        const struct CMUnitTest tests[] = {cmocka_unit_test(test_launch_reaches_runtime)};
-        return cmocka_run_group_tests(tests, NULL, NULL);
-    }
+    for (size_t i = 0; argc > 1 && i < sizeof alone / sizeof alone[0]; i++)
+        if (strcmp(argv[1], alone[i].argument) == 0) {
+            const struct CMUnitTest tests[] = {{alone[i].argument, alone[i].test, NULL, NULL, NULL}};
+            return cmocka_run_group_tests(tests, NULL, NULL);
+        }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_alias_and_props),
         cmocka_unit_test(test_copies_and_memset),
