@@ -284,13 +284,15 @@ step_demo() {
 }
 
 step_bench_launch() {
-    json_to bench-launch.json "$BIN/bp-bench" launch --device "$DEVICE" --json
+    local rc=0
+    json_to bench-launch.json "$BIN/bp-bench" launch --device "$DEVICE" --json || rc=$?
     # The driver's own cost per cuLaunchKernel: the floor under the figure above.
     if [[ $DEVICE_TYPE != cuda ]]; then
         echo "bp-cuda-launch-floor: skipped: it measures cuLaunchKernel (cuda only; device $DEVICE)"
-        return 0
+    else
+        json_to launch-floor.json "$BIN/bp-cuda-launch-floor" --json || rc=$?
     fi
-    json_to launch-floor.json "$BIN/bp-cuda-launch-floor" --json
+    return "$rc"
 }
 step_bench_alloc() { json_to bench-alloc.json "$BIN/bp-bench" alloc --device "$DEVICE" --json; }
 step_startup() { json_to startup.json "$BIN/bp-startup" --json -- "$BIN/readme_example"; }
