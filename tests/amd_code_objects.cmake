@@ -3,7 +3,9 @@
 # made (every GPU_KERNEL of the .def files for every target, wavefront 64 on CDNA, LDS
 # within 64 KiB, no scratch); amd_code_objects_detects_violations and
 # amd_code_objects_usage_errors run it on a fixture compiled with hipcc
-# (tests/amd_code_objects_fixture.sh). Without hipcc they say "skipped: <why>".
+# (tests/amd_code_objects_fixture.sh); amd_port_conversions checks gpu_port.h's AMD
+# conversions on the host (tests/amd_port_conversions.cpp). Without hipcc they say
+# "skipped: <why>".
 include(${PROJECT_SOURCE_DIR}/backends/gpu/hip_kernels.cmake)
 bp_hip_kernels(FILES bp_amd_bundles HAVE bp_amd_have TARGETS bp_amd_targets)
 set(bp_amd_check ${PROJECT_SOURCE_DIR}/scripts/check-amd-code-objects.sh)
@@ -24,6 +26,9 @@ foreach(case detects_violations usage_errors)
     ${CMAKE_CURRENT_SOURCE_DIR}/amd_code_objects_fixture.sh ${case} ${PROJECT_SOURCE_DIR}
     ${CMAKE_CURRENT_BINARY_DIR}/amd_code_objects_${case} "${BP_HIPCC}")
 endforeach()
+# gpu_port.h's AMD conversions (bf16 rounding, conversions toward zero), run on the host.
+add_test(NAME amd_port_conversions COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/amd_port_conversions.sh
+  ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/amd_port_conversions "${BP_HIPCC}")
 set_tests_properties(amd_code_objects amd_code_objects_detects_violations
-  amd_code_objects_usage_errors PROPERTIES LABELS rocm TIMEOUT 120
+  amd_code_objects_usage_errors amd_port_conversions PROPERTIES LABELS rocm TIMEOUT 120
   SKIP_REGULAR_EXPRESSION "skipped: ")
