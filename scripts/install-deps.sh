@@ -19,6 +19,14 @@ case "${1:-}" in
     # backends/xpu: the Level Zero header and loader, and Intel's GPU driver, whose zeInit
     # fails without an Intel GPU (the no-device tests of tests/xpu/xpu.cmake run on it).
     packages+=(libze-dev libze1 intel-opencl-icd)
+    # backends/rocm and the AMD code objects of the GPU kernels
+    # (backends/gpu/hip_kernels.cmake, checked by scripts/check-amd-code-objects.sh): the
+    # HIP headers, hipcc 5.2 with the ROCm device libraries, and clang-15's tools
+    # (clang-offload-bundler in clang-tools-15, llvm-readelf in llvm-15). Debian has them
+    # for amd64 only; elsewhere the build goes without AMD kernels.
+    if [ "$(dpkg --print-architecture)" = amd64 ]; then
+      packages+=(libamdhip64-dev hipcc rocm-device-libs clang-tools-15 llvm-15)
+    fi
     arch=""
     # python3 with venv: scripts/intel-opencl.sh installs Intel's OpenCL CPU runtime from
     # PyPI into a virtual environment of the project (make test runs it); pip:

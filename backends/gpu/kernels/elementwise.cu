@@ -608,7 +608,10 @@ __device__ __forceinline__ void softmax_warp_row(const T *x, T *y, int len, int 
     }
 }
 
-/* One warp per row, for rows of up to GPU_WARP * EPL elements.
+/* One warp per row, for rows of up to GPU_WARP * EPL elements, and never more than
+ * GPU_EW_SOFTMAX_WARP_MAX: a lane holds HELD = EPL elements, or fewer where GPU_WARP * EPL
+ * is longer than that (wave64: ew_softmax_warp64 holds 32 a lane, as ew_softmax_warp32;
+ * 64 floats a lane do not fit a wavefront's registers without scratch).
  * Host (lanes): the block is a multiple of GPU_WARP threads (GPU_EW_SOFTMAX_WARP_BLOCK,
  * 128: two wavefronts of 64, four warps of 32), each warp takes rows (grid-stride, so
  * any grid is correct), and the host picks the smallest EPL with len <= warp size * EPL
@@ -619,9 +622,11 @@ template <typename T, int EPL>
 __device__ __forceinline__ void softmax_warp(T *out, const T *in, const gpu_ew_rows &R,
                                              float scale, int causal, int64_t sq) {
     constexpr int V = Pack<T>::N;
-    static_assert(EPL % V == 0, "a lane holds whole packs");
+    constexpr int HELD =
+        GPU_WARP * EPL > GPU_EW_SOFTMAX_WARP_MAX ? GPU_EW_SOFTMAX_WARP_MAX / GPU_WARP : EPL;
+    static_assert(HELD % V == 0, "a lane holds whole packs");
     const int64_t warps = blockDim.x / GPU_WARP;
-    const int len = (int)R.len; /* <= GPU_WARP * EPL */
+    const int len = (int)R.len; /* <= GPU_WARP * HELD */
     const int64_t is = R.in_stride, os = R.out_stride;
     const float k2 = scale * LOG2E;
     for (int64_t r = (int64_t)blockIdx.x * warps + (threadIdx.x / GPU_WARP); r < R.rows.numel;
@@ -633,10 +638,10 @@ __device__ __forceinline__ void softmax_warp(T *out, const T *in, const gpu_ew_r
         const int kept = (int)softmax_kept(r, len, causal, sq);
         const bool vec_in = is == 1 && len % V == 0 && aligned16(x);
         const bool vec_out = os == 1 && len % V == 0 && aligned16(y);
-        if (vec_in && vec_out && kept == GPU_WARP * EPL)
-            softmax_warp_row<T, EPL, true>(x, y, len, kept, is, os, k2, true, true);
+        if (vec_in && vec_out && kept == GPU_WARP * HELD)
+            softmax_warp_row<T, HELD, true>(x, y, len, kept, is, os, k2, true, true);
         else
-            softmax_warp_row<T, EPL, false>(x, y, len, kept, is, os, k2, vec_in, vec_out);
+            softmax_warp_row<T, HELD, false>(x, y, len, kept, is, os, k2, vec_in, vec_out);
     }
 }
 

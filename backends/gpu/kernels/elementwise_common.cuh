@@ -170,9 +170,10 @@ static_assert(BLOCK_WARPS_MAX <= GPU_WARP, "one warp reduces the warps' partial 
  * a block smaller than a wavefront of 64 is one partial warp, which reduces over its
  * blockDim.x lanes (the lanes past it do not exist). */
 template <int OP, typename V> __device__ __forceinline__ V block_reduce(V v, V *part) {
-    const int width = GPU_WARP > 32 && (int)blockDim.x < GPU_WARP ? (int)blockDim.x : GPU_WARP;
+    const bool partial = GPU_WARP > 32 && (int)blockDim.x < GPU_WARP; /* never on NVIDIA */
+    const int width = partial ? (int)blockDim.x : GPU_WARP;
     const int lane = threadIdx.x % GPU_WARP, warp = threadIdx.x / GPU_WARP;
-    const int warps = (blockDim.x + GPU_WARP - 1) / GPU_WARP;
+    const int warps = partial ? 1 : blockDim.x / GPU_WARP;
     v = warp_reduce<OP>(v, width);
     __syncthreads(); /* an earlier reduction may still read part */
     if (lane == 0)

@@ -68,24 +68,49 @@ __device__ __forceinline__ float gpu_ll2float_rz(long long v) { return __ll2floa
 #define GPU_WARP __AMDGCN_WAVEFRONT_SIZE
 
 typedef __half gpu_f16;
-/* bf16 as stored: the high half of an f32 (HIP 5.2's hip_bfloat16 is a class whose
- * conversions are host-and-device code we do not need). */
+/* bf16 as stored: the high half of an f32 (HIP 5.2's hip_bfloat16 is a class we do not
+ * need). The conversions here are host code too, so that tests/amd_port_conversions.cpp
+ * checks them on the host against references. */
 struct gpu_bf16 {
     uint16_t bits;
 };
 
-__device__ __forceinline__ float gpu_to_f32(gpu_f16 x) { return __half2float(x); }
-__device__ __forceinline__ float gpu_to_f32(gpu_bf16 x) {
-    return __uint_as_float((uint32_t)x.bits << 16);
-}
-__device__ __forceinline__ gpu_f16 gpu_f32_to_f16_rn(float x) { return __float2half_rn(x); }
+#define GPU_PORT_FN __host__ __device__ __forceinline__
+
+GPU_PORT_FN uint32_t gpu_float_bits(float x) { return __builtin_bit_cast(uint32_t, x); }
+GPU_PORT_FN float gpu_bits_float(uint32_t u) { return __builtin_bit_cast(float, u); }
+
+GPU_PORT_FN float gpu_to_f32(gpu_f16 x) { return __half2float(x); }
+GPU_PORT_FN float gpu_to_f32(gpu_bf16 x) { return gpu_bits_float((uint32_t)x.bits << 16); }
+GPU_PORT_FN gpu_f16 gpu_f32_to_f16_rn(float x) { return __float2half_rn(x); }
 /* Round to nearest even; a NaN stays a (quiet) NaN. */
-__device__ __forceinline__ gpu_bf16 gpu_f32_to_bf16_rn(float x) {
-    uint32_t u = __float_as_uint(x);
+GPU_PORT_FN gpu_bf16 gpu_f32_to_bf16_rn(float x) {
+    uint32_t u = gpu_float_bits(x);
     if ((u & 0x7fffffffu) > 0x7f800000u)
         return gpu_bf16{(uint16_t)((u >> 16) | 0x40u)};
     u += 0x7fffu + ((u >> 16) & 1u);
     return gpu_bf16{(uint16_t)(u >> 16)};
+}
+
+/* f one step toward zero when it is further from zero than the exact value (rounding to
+ * nearest went away from zero); f is then finite and nonzero, or infinite. */
+GPU_PORT_FN float gpu_toward_zero(float f, bool away) {
+    return away ? gpu_bits_float(gpu_float_bits(f) - 1u) : f;
+}
+GPU_PORT_FN float gpu_double2float_rz(double d) {
+    const float f = (float)d;
+    return gpu_toward_zero(f, __builtin_fabs((double)f) > __builtin_fabs(d));
+}
+GPU_PORT_FN float gpu_ll2float_rz(long long v) {
+    const float f = (float)v; /* |f| <= 2^63 */
+    bool away;
+    if (f >= 9223372036854775808.0f)
+        away = true;
+    else if (f <= -9223372036854775808.0f)
+        away = v != INT64_MIN;
+    else
+        away = v >= 0 ? (long long)f > v : (long long)f < v;
+    return gpu_toward_zero(f, away);
 }
 
 template <typename V> __device__ __forceinline__ V gpu_shfl_xor(V v, int mask, int width = GPU_WARP) {
@@ -98,27 +123,6 @@ __device__ __forceinline__ void gpu_syncwarp() {
     __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
     __builtin_amdgcn_wave_barrier();
     __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
-}
-
-/* f one step toward zero when it is further from zero than the exact value (rounding to
- * nearest went away from zero); f is then finite and nonzero, or infinite. */
-__device__ __forceinline__ float gpu_toward_zero(float f, bool away) {
-    return away ? __uint_as_float(__float_as_uint(f) - 1u) : f;
-}
-__device__ __forceinline__ float gpu_double2float_rz(double d) {
-    const float f = (float)d;
-    return gpu_toward_zero(f, __builtin_fabs((double)f) > __builtin_fabs(d));
-}
-__device__ __forceinline__ float gpu_ll2float_rz(long long v) {
-    const float f = (float)v; /* |f| <= 2^63 */
-    bool away;
-    if (f >= 9223372036854775808.0f)
-        away = true;
-    else if (f <= -9223372036854775808.0f)
-        away = v != INT64_MIN;
-    else
-        away = v >= 0 ? (long long)f > v : (long long)f < v;
-    return gpu_toward_zero(f, away);
 }
 
 #define GPU_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads)
