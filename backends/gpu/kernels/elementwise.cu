@@ -625,6 +625,8 @@ __device__ __forceinline__ void softmax_warp(T *out, const T *in, const gpu_ew_r
     constexpr int HELD =
         GPU_WARP * EPL > GPU_EW_SOFTMAX_WARP_MAX ? GPU_EW_SOFTMAX_WARP_MAX / GPU_WARP : EPL;
     static_assert(HELD % V == 0, "a lane holds whole packs");
+    if (GPU_WARP > 32 && blockDim.x % GPU_WARP != 0)
+        gpu_trap(); /* a partial wavefront: the host broke the contract above */
     const int64_t warps = blockDim.x / GPU_WARP;
     const int len = (int)R.len; /* <= GPU_WARP * HELD */
     const int64_t is = R.in_stride, os = R.out_stride;

@@ -1,5 +1,6 @@
-/* cuda kernels: the by-value arguments of kernels/elementwise.cu, shared by the device
- * code and cu_ops_elementwise.c (plain C, so that both compilers lay them out alike).
+/* gpu kernels: the by-value arguments of kernels/elementwise.cu, shared by the device
+ * code and the host's elementwise ops (plain C, so that nvcc, hipcc and the C compiler lay
+ * them out alike).
  *
  * A gpu_ew_layout is a plan of <backplane/kernel_plan.h> (bp_plan) as the kernels take
  * it: operands over one shape, strides in elements, element i of the layout (row-major,
@@ -51,7 +52,7 @@ enum {
 enum { GPU_EW_ADD = 0, GPU_EW_SUB = 1, GPU_EW_MUL = 2, GPU_EW_DIV = 3 };
 enum { GPU_EW_SUM = 0, GPU_EW_MAX = 1, GPU_EW_MEAN = 2 };
 
-/* The source dtype of ew_convert_*: bp_dtype's values (checked by cu_ops_elementwise.c). */
+/* The source dtype of ew_convert_*: bp_dtype's values (checked by the host's elementwise ops). */
 #define GPU_EW_F32 0
 #define GPU_EW_F16 1
 #define GPU_EW_BF16 2

@@ -12,6 +12,7 @@
  *                           up to GPU_WARP; every lane of the warp takes part)
  *   gpu_any(p)              whether p holds in any lane of the warp (all lanes take part)
  *   gpu_syncwarp()          the warp's lanes see each other's shared memory writes
+ *   gpu_trap()              ends the kernel with an error the host sees at its next sync
  *   gpu_double2float_rz, gpu_ll2float_rz   conversions rounding toward zero (HIP 5.2's
  *                           __double2float_rz and __ll2float_rz round to nearest)
  *   GPU_LAUNCH_BOUNDS(t, b) at most t threads a block and, on NVIDIA, registers for b blocks
@@ -54,6 +55,7 @@ template <typename V> __device__ __forceinline__ V gpu_shfl_xor(V v, int mask, i
 }
 __device__ __forceinline__ bool gpu_any(bool p) { return __any_sync(0xffffffffu, p) != 0; }
 __device__ __forceinline__ void gpu_syncwarp() { __syncwarp(); }
+__device__ __forceinline__ void gpu_trap() { __trap(); }
 
 __device__ __forceinline__ float gpu_double2float_rz(double d) { return __double2float_rz(d); }
 __device__ __forceinline__ float gpu_ll2float_rz(long long v) { return __ll2float_rz(v); }
@@ -124,6 +126,7 @@ __device__ __forceinline__ void gpu_syncwarp() {
     __builtin_amdgcn_wave_barrier();
     __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
+__device__ __forceinline__ void gpu_trap() { __builtin_trap(); }
 
 #define GPU_LAUNCH_BOUNDS(threads, min_blocks) __launch_bounds__(threads)
 

@@ -1,6 +1,6 @@
-/* cuda: the argument block of the matmul kernels (kernels/matmul.cu), passed by value
- * and filled by cu_ops_matmul.c. Plain C so that nvcc and the C compiler agree on its
- * layout.
+/* gpu kernels: the argument block of the matmul kernels (kernels/matmul.cu), passed by
+ * value and filled by the host's matmul op. Plain C so that nvcc, hipcc and the C
+ * compiler agree on its layout.
  *
  * The kernels compute c[t] = a[t] @ b[t] for batch items t in [item_begin, items):
  * a is m x k, b is k x n, c is m x n, each with any element strides (a transpose is
@@ -14,8 +14,8 @@
 /* Batch dims a kernel takes: all but the last two of the largest tensor. */
 #define GPU_MATMUL_MAX_BATCH_DIMS 6
 
-/* How the mma kernel reads an operand's tiles from global memory (the simt kernel
- * uses only the last two). Each operand is seen as `rows` x k: a is m x k, b is n x k. */
+/* How the mma kernels read an operand's tiles from global memory (the simt kernels tell
+ * only ROW_FAST from the rest). Each operand is seen as `rows` x k: a is m x k, b is n x k. */
 enum gpu_matmul_load {
     GPU_MATMUL_LOAD_VEC16 = 0,    /* k stride 1, 16-byte aligned rows: 16-byte loads */
     GPU_MATMUL_LOAD_K_FAST = 1,   /* element loads, neighbouring threads along k */
@@ -39,7 +39,8 @@ typedef struct gpu_matmul_args {
         bsc[GPU_MATMUL_MAX_BATCH_DIMS];
 } gpu_matmul_args;
 
-/* Output tile of one thread block, and the threads per block, of each kernel. */
+/* Output tile of one thread block, and the threads per block, of each kernel: SIMT for
+ * matmul_<t>_simt (f32, f16, bf16; portable), MMA for matmul_<t>_mma (NVIDIA only). */
 #define GPU_MATMUL_SIMT_TILE 64
 #define GPU_MATMUL_SIMT_THREADS 256
 #define GPU_MATMUL_MMA_TILE 64

@@ -1,6 +1,6 @@
-/* cuda: the argument block of the sdpa kernels (kernels/sdpa.cu), passed by value and
- * filled by cu_ops_sdpa.c, and the tile sizes both sides need for grids and shared
- * memory. Plain C so that nvcc and the C compiler agree on its layout.
+/* gpu kernels: the argument block of the sdpa kernels (kernels/sdpa.cu), passed by value
+ * and filled by the host's sdpa op, and the tile sizes both sides need for grids and shared
+ * memory. Plain C so that nvcc, hipcc and the C compiler agree on its layout.
  *
  * q is [batch, heads, sq, d], k and v [batch, heads / group, sk, d], o like q; every
  * stride is in elements (any order, 0 for a broadcast dim). Query head h reads key
@@ -35,10 +35,13 @@ typedef struct gpu_sdpa_args {
 /* Dynamic shared memory: the query rows and two tiles of keys and values (2 bytes each). */
 #define GPU_SDPA_FLASH_SMEM(d) ((GPU_SDPA_FLASH_ROWS + 4 * GPU_SDPA_FLASH_KEYS(d)) * (d) * 2)
 
-/* The generic kernels (any dtype, d and strides): a block of GPU_SDPA_GENERIC_WARPS warps
- * takes GPU_SDPA_GENERIC_ROWS query rows and the output dims [c * w, (c + 1) * w) for one
- * chunk c, with w = 32 * vec the dims one kernel holds (vec = 2, 4 or 8); keys come in
- * blocks of 32. */
+/* The generic kernels (any dtype, d and strides): a block of GPU_SDPA_GENERIC_WARPS
+ * groups of 32 lanes ("warps"; GPU_SDPA_GENERIC_WARPS * 32 threads on every device, half
+ * wavefronts on CDNA) takes GPU_SDPA_GENERIC_ROWS query rows and the output dims
+ * [c * w, (c + 1) * w) for one chunk c, with w = 32 * vec the dims one kernel holds
+ * (vec = 2, 4 or 8); keys come in blocks of 32. Host: vec 8 takes
+ * GPU_SDPA_GENERIC_SMEM(8) = 85 KB of shared memory, more than AMD's 64 KiB of LDS; where
+ * the device's limit is lower, take vec 4 (more chunks: any number works). */
 #define GPU_SDPA_GENERIC_WARPS 4
 #define GPU_SDPA_GENERIC_ROWS 16
 #define GPU_SDPA_GENERIC_KEYS 32
