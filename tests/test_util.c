@@ -4,6 +4,7 @@
 #include <cmocka.h>
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -208,4 +209,15 @@ bp_plugin_info bp_test_plugin_named(const char *name) {
     fprintf(stderr, "no plugin named '%s' is listed\n", name);
     CHILD_CHECK(0);
     return bp_test_plugin_at(0);
+}
+
+bp_test_gate bp_test_gate_open(void) {
+    int notify[2], gate[2];
+    CHILD_CHECK(pipe(notify) == 0 && pipe(gate) == 0);
+    char fd_text[16];
+    snprintf(fd_text, sizeof fd_text, "%d", notify[1]);
+    CHILD_CHECK(setenv("BP_TEST_NOTIFY_FD", fd_text, 1) == 0);
+    snprintf(fd_text, sizeof fd_text, "%d", gate[0]);
+    CHILD_CHECK(setenv("BP_TEST_GATE_FD", fd_text, 1) == 0);
+    return (bp_test_gate){.notify_read = notify[0], .gate_write = gate[1]};
 }
