@@ -4,8 +4,8 @@
  * defines:
  *   VL          lanes of VF (8 or 16), VF and VI the GNU C float and int32 vectors,
  *   VSPLAT(x)   a VF of x in every lane, VLANES a VI of 0 .. VL - 1,
- * and, for the f32 task (sdpa_range_f32; ops/cpu/sdpa_avx512bf16.c takes only the
- * softmax and the helpers):
+ * and, for the f32 task (sdpa_range_f32; the bf16 paths, ops/cpu/sdpa_avx512bf16.c and
+ * sdpa_amx.c, take the softmax and the task loop flash_run with kernels of their own):
  *   MR, NR      the tile's rows and columns, NR a multiple of VL dividing SDPA_BQ,
  *   TILE(...)   the tile product, with simd.h's tile_4x16 arguments,
  *   TASK_ATTR   attributes of the task function (SIMD_CLONES, or nothing).
@@ -96,13 +96,13 @@ static inline void visible_keys(const sdpa_job *j, int64_t i0, int64_t bq, int64
         *lo = i0 - j->window + 1;
 }
 
-/* O's rows times this block's corr, before P V adds to them. */
+/* O's rows times this block's corr, before P V adds to them (dp: a multiple of VL). */
 INLINE void rescale_rows(const softmax_state *w, float *o, int64_t bq, int64_t dp) {
     for (int64_t r = 0; r < bq; r++) {
         float corr = w->corr[r], *orow = o + r * dp;
         if (corr != 1.0f)
-            for (int64_t x = 0; x < dp; x++)
-                orow[x] *= corr;
+            for (int64_t x = 0; x < dp; x += VL)
+                *(VF *)(orow + x) *= corr;
     }
 }
 
