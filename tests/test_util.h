@@ -95,4 +95,9 @@ int bp_test_run_command(const char *const *argv, const char *const *env, char **
 void bp_test_capture_begin(void);
 char *bp_test_capture_end(void);
 
+/* Why this CPU cannot run the cpu sdpa path named (BP_CPU_SDPA's "avx512", "avx512bf16"
+ * or "amx"; for amx, this process asks Linux for the tile data as the library does), or
+ * NULL when it can; NULL for any other name. */
+const char *bp_test_sdpa_path_unavailable(const char *path);
+
 #endif
