@@ -5,6 +5,16 @@
 # reports as skipped, never as passed. The others run everywhere: the plugin's errors
 # without a driver, with a driver too old for it, with a driver that finds no device,
 # and a build without nvcc.
+# The GPU core (backends/gpu) on its own, linked as a GPU plugin links it, on a driver
+# table of the test's (no GPU, no CUDA): runs everywhere.
+add_executable(test_gpu_core cuda/test_gpu_core.c)
+target_link_libraries(test_gpu_core PRIVATE bp_gpu_core PkgConfig::CMOCKA)
+target_include_directories(test_gpu_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_definitions(test_gpu_core PRIVATE _GNU_SOURCE)
+bp_project_target(test_gpu_core)
+add_test(NAME test_gpu_core COMMAND test_gpu_core)
+set_tests_properties(test_gpu_core PROPERTIES LABELS cuda ENVIRONMENT "BP_GPU_PORTABLE_KERNELS=")
+
 if(NOT TARGET bp_cuda)
   return()
 endif()
