@@ -9,7 +9,7 @@
 # table of the test's (no GPU, no CUDA): runs everywhere.
 add_executable(test_gpu_core cuda/test_gpu_core.c)
 target_link_libraries(test_gpu_core PRIVATE bp_gpu_core PkgConfig::CMOCKA)
-target_include_directories(test_gpu_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_include_directories(test_gpu_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${BP_GPU_KERNELS_DIR})
 target_compile_definitions(test_gpu_core PRIVATE _GNU_SOURCE)
 bp_project_target(test_gpu_core)
 add_test(NAME test_gpu_core COMMAND test_gpu_core)

@@ -2,9 +2,10 @@
  * driver table written here (a device whose memory is the host's and whose work is done
  * at once), so that the core's logic runs without a GPU: the table checked at init, the
  * driver's load failure as the reason, device properties and BP_GPU_PORTABLE_KERNELS,
- * driver errors as "<type>:<index>: <call> ...: <result text>", and regions captured
- * into graphs: a one-stream region launched in chunks, and the same region again
- * updating the cached executables instead of instantiating new ones. */
+ * driver errors as "<type>:<index>: <call> ...: <result text>", a kernel missing from
+ * the images as an error that names it, and regions captured into graphs: a one-stream
+ * region launched in chunks, and the same region again updating the cached executables
+ * instead of instantiating new ones. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,13 +16,14 @@
 
 #include <cmocka.h>
 
-#include "gpu_core.h"
-#include "gpu_images.h"
+#include "gpu_internal.h"
 #include "recording_host.h"
 
-/* A plugin built without kernels: no images. */
-const gpu_image gpu_images[1];
-const int gpu_image_count = 0;
+/* One image, of the matmul family, whose module has no kernel (the fake driver's
+ * module_get_function finds none); no elementwise or sdpa image. */
+static const unsigned char image_bytes[1];
+const gpu_image gpu_images[] = {{"matmul", image_bytes, sizeof image_bytes}};
+const int gpu_image_count = 1;
 
 /* ---- the fake driver ---- */
 
@@ -408,6 +410,28 @@ static void test_driver_errors(void **state) {
     gpu_backend_shutdown(backend);
 }
 
+/* ---- kernels ---- */
+
+static void test_missing_kernel(void **state) {
+    (void)state;
+    void *backend = init(&fake_driver);
+    void *dev = NULL, *s = NULL;
+    assert_int_equal(gpu_device_vtable.open(backend, 0, &dev), BP_OK);
+    assert_int_equal(gpu_stream_vtable.create(dev, 0, &s), BP_OK);
+    const unsigned grid[3] = {1, 1, 1}, block[3] = {64, 1, 1};
+    assert_int_equal(gpu_launch(s, GPU_K_matmul_f16_simt, grid, block, 0, NULL, "matmul"),
+                     BP_ERR_BACKEND);
+    assert_string_equal(last_error, "fake:0: kernel matmul_f16_simt is not in the embedded "
+                                    "modules (fake_module_get_function): FAKE_3");
+    assert_int_equal(gpu_launch(s, GPU_K_ew_unary_f32, grid, block, 0, NULL, "exp"),
+                     BP_ERR_BACKEND);
+    assert_string_equal(last_error, "fake:0: kernel ew_unary_f32 is not in the embedded modules "
+                                    "(no elementwise image)");
+    gpu_stream_vtable.destroy(s);
+    gpu_device_vtable.close(dev);
+    gpu_backend_shutdown(backend);
+}
+
 /* ---- regions ---- */
 
 /* A one-stream region of `copies` copies on s. */
@@ -451,6 +475,7 @@ int main(void) {
         cmocka_unit_test_setup(test_load_failure, reset),
         cmocka_unit_test_setup(test_props_and_portable_switch, reset),
         cmocka_unit_test_setup(test_driver_errors, reset),
+        cmocka_unit_test_setup(test_missing_kernel, reset),
         cmocka_unit_test_setup(test_region_chunks_and_cache, reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
