@@ -15,7 +15,8 @@
 #                --junit $OUT/conformance-cuda-full.xml (the tuned kernels' shapes)
 #   conformance-portable  the conformance step again with BP_GPU_PORTABLE_KERNELS=1 (the
 #                portable kernels an AMD build has, no cuBLASLt), --junit
-#                $OUT/conformance-cuda-portable.xml; cuda only (rocm always runs them)
+#                $OUT/conformance-cuda-portable.xml, and test_cuda so (on cuda:0); cuda
+#                only (rocm always runs them)
 #   demo         sliced_attention --device cuda:0 --shape 8,32,2048,128 --dtype bf16 --json
 #   bench-launch bp-bench launch --device cuda:0 --json, and bp-cuda-launch-floor --json
 #                (the driver's own host cost per launch)
@@ -344,8 +345,14 @@ step_conformance_portable() {
         echo "conformance-portable: skipped: $DEVICE runs the portable kernels in the conformance step"
         return 0
     fi
+    local rc=0
     BP_GPU_PORTABLE_KERNELS=1 lim "$BIN/bp-conformance" --device "$DEVICE" \
-        --junit "$OUT/conformance-cuda-portable.xml"
+        --junit "$OUT/conformance-cuda-portable.xml" || rc=$?
+    # The plugin's own GPU test (on cuda:0: matmul, sliced attention in regions as graphs).
+    if [[ $DEVICE == cuda:0 ]]; then
+        BP_GPU_PORTABLE_KERNELS=1 lim "$BIN/test_cuda" || rc=$?
+    fi
+    return "$rc"
 }
 
 # ---- run ----
