@@ -1,4 +1,4 @@
-/* cuda kernels of the elementwise family (cu_ops_elementwise.c launches them):
+/* gpu kernels of the elementwise family (the host's elementwise ops launch them):
  *
  *   ew_unary_<dt>, ew_binary_<dt>   float math (f32, f16, bf16), computed in f32;
  *                                   ew_binary_<dt> also add, sub, mul of i32 and i64
@@ -8,7 +8,7 @@
  *   ew_reduce_block_<dt>            sum, max, mean: one block per row (i32 and i64:
  *                                   sum and max)
  *   ew_reduce_thread_<dt>           the same, one thread per row
- *   ew_softmax_warp<E>_<dt>         softmax, one warp per row of up to 32 E elements,
+ *   ew_softmax_warp<E>_<dt>         softmax, one warp per row of up to GPU_WARP * E elements,
  *                                   held in registers
  *   ew_softmax_block_<dt>           softmax, one block per row (shared memory cache)
  *   ew_norm_<dt>                    rmsnorm and layernorm, one block per row (likewise)
@@ -18,7 +18,7 @@
  * grid-stride loops over int64 indices; contiguous operands (and rows of them, with
  * broadcasts along the last dim) take 16-byte loads and stores where the pointers are
  * 16-byte aligned. Row kernels get the rows as a gpu_ew_rows. Semantics follow the cpu
- * kernels (ops/cpu/*.c): float results round to nearest even, reductions accumulate in
+ * kernels (ops/cpu/): float results round to nearest even, reductions accumulate in
  * f32, NaN wins a max; integers compute in their own type and wrap around. */
 #include "elementwise_common.cuh"
 
@@ -235,14 +235,14 @@ struct Bool8 {
 };
 
 __device__ __forceinline__ float odd_float_from_double(double d) {
-    float f = __double2float_rz(d);
+    float f = gpu_double2float_rz(d);
     if ((double)f != d && !isnan(d))
         f = __uint_as_float(__float_as_uint(f) | 1u);
     return f;
 }
 
 __device__ __forceinline__ float odd_float_from_int(int64_t v) {
-    float f = __ll2float_rz(v); /* never beyond int64's range: |f| <= 2^63 */
+    float f = gpu_ll2float_rz(v); /* never beyond int64's range: |f| <= 2^63 */
     if (__float2ll_rz(f) != v)
         f = __uint_as_float(__float_as_uint(f) | 1u);
     return f;
@@ -267,17 +267,17 @@ template <> __device__ __forceinline__ float from_double<float>(double d) {
 template <> __device__ __forceinline__ float from_int<float>(int64_t v) {
     return __ll2float_rn(v);
 }
-template <> __device__ __forceinline__ __half from_double<__half>(double d) {
-    return __float2half_rn(odd_float_from_double(d));
+template <> __device__ __forceinline__ gpu_f16 from_double<gpu_f16>(double d) {
+    return gpu_f32_to_f16_rn(odd_float_from_double(d));
 }
-template <> __device__ __forceinline__ __half from_int<__half>(int64_t v) {
-    return __float2half_rn(odd_float_from_int(v));
+template <> __device__ __forceinline__ gpu_f16 from_int<gpu_f16>(int64_t v) {
+    return gpu_f32_to_f16_rn(odd_float_from_int(v));
 }
-template <> __device__ __forceinline__ __nv_bfloat16 from_double<__nv_bfloat16>(double d) {
-    return __float2bfloat16_rn(odd_float_from_double(d));
+template <> __device__ __forceinline__ gpu_bf16 from_double<gpu_bf16>(double d) {
+    return gpu_f32_to_bf16_rn(odd_float_from_double(d));
 }
-template <> __device__ __forceinline__ __nv_bfloat16 from_int<__nv_bfloat16>(int64_t v) {
-    return __float2bfloat16_rn(odd_float_from_int(v));
+template <> __device__ __forceinline__ gpu_bf16 from_int<gpu_bf16>(int64_t v) {
+    return gpu_f32_to_bf16_rn(odd_float_from_int(v));
 }
 template <> __device__ __forceinline__ double from_double<double>(double d) { return d; }
 template <> __device__ __forceinline__ double from_int<double>(int64_t v) {
@@ -308,11 +308,11 @@ template <> __device__ __forceinline__ Bool8 from_int<Bool8>(int64_t v) {
 
 /* A stored source element as TD. */
 template <typename TD> __device__ __forceinline__ TD convert(float x) { return from_double<TD>(x); }
-template <typename TD> __device__ __forceinline__ TD convert(__half x) {
-    return from_double<TD>(__half2float(x));
+template <typename TD> __device__ __forceinline__ TD convert(gpu_f16 x) {
+    return from_double<TD>(gpu_to_f32(x));
 }
-template <typename TD> __device__ __forceinline__ TD convert(__nv_bfloat16 x) {
-    return from_double<TD>(__bfloat162float(x));
+template <typename TD> __device__ __forceinline__ TD convert(gpu_bf16 x) {
+    return from_double<TD>(gpu_to_f32(x));
 }
 template <typename TD> __device__ __forceinline__ TD convert(double x) {
     return from_double<TD>(x);
@@ -340,8 +340,8 @@ __device__ __forceinline__ void convert_from(TD *out, const void *in, const gpu_
                                              int src) {
     switch (src) {
     case GPU_EW_F32: convert_all(out, (const float *)in, L); break;
-    case GPU_EW_F16: convert_all(out, (const __half *)in, L); break;
-    case GPU_EW_BF16: convert_all(out, (const __nv_bfloat16 *)in, L); break;
+    case GPU_EW_F16: convert_all(out, (const gpu_f16 *)in, L); break;
+    case GPU_EW_BF16: convert_all(out, (const gpu_bf16 *)in, L); break;
     case GPU_EW_F64: convert_all(out, (const double *)in, L); break;
     case GPU_EW_I8: convert_all(out, (const int8_t *)in, L); break;
     case GPU_EW_U8: convert_all(out, (const uint8_t *)in, L); break;
@@ -456,7 +456,7 @@ __device__ __forceinline__ void store_result(int64_t *y, int64_t res, int, int64
 template <typename T>
 __device__ __forceinline__ void reduce_block(T *out, const T *in, const gpu_ew_rows &R, int op) {
     typedef typename Value<T>::type V;
-    __shared__ V part[32];
+    __shared__ V part[BLOCK_WARPS_MAX];
     for (int64_t r = blockIdx.x; r < R.rows.numel; r += gridDim.x) {
         int64_t off[2];
         layout_offsets(R.rows, r, off);
@@ -526,8 +526,9 @@ __device__ __forceinline__ float softmax_nonfinite(float m, bool any_nan) {
 }
 
 /* One row for one warp, each lane holding EPL elements in registers: element
- * (p * 32 + lane) * V + e of the row is v[p * V + e], so that the warp's 16-byte loads of
- * pack p cover 512 contiguous bytes. FAST: the row has exactly 32 * EPL elements, all
+ * (p * GPU_WARP + lane) * V + e of the row is v[p * V + e], so that the warp's 16-byte
+ * loads of pack p cover GPU_WARP * 16 contiguous bytes. FAST: the row has exactly
+ * GPU_WARP * EPL elements, all
  * kept, contiguous and 16-byte aligned in and out, so nothing is masked; otherwise
  * elements past `kept` are masked and the loads and stores are vectorized where vec_in
  * and vec_out say. */
@@ -537,11 +538,11 @@ __device__ __forceinline__ void softmax_warp_row(const T *x, T *y, int len, int 
                                                  bool vec_out) {
     constexpr int V = Pack<T>::N;
     constexpr int P = EPL / V;
-    const int lane = threadIdx.x & 31;
+    const int lane = threadIdx.x % GPU_WARP;
     float v[EPL];
 #pragma unroll
     for (int p = 0; p < P; p++) {
-        const int base = (p * 32 + lane) * V;
+        const int base = (p * GPU_WARP + lane) * V;
         if (FAST || (vec_in && base < len)) {
             const Pack<T> pk = *reinterpret_cast<const Pack<T> *>(x + base);
 #pragma unroll
@@ -578,7 +579,7 @@ __device__ __forceinline__ void softmax_warp_row(const T *x, T *y, int len, int 
 #pragma unroll
         for (int k = 0; k < EPL; k++)
             any_nan |= isnan(v[k]) != 0;
-        const float kept_value = softmax_nonfinite(m, __any_sync(0xffffffffu, any_nan));
+        const float kept_value = softmax_nonfinite(m, gpu_any(any_nan));
 #pragma unroll
         for (int k = 0; k < EPL; k++)
             v[k] = kept_value;
@@ -586,7 +587,7 @@ __device__ __forceinline__ void softmax_warp_row(const T *x, T *y, int len, int 
 
 #pragma unroll
     for (int p = 0; p < P; p++) {
-        const int base = (p * 32 + lane) * V;
+        const int base = (p * GPU_WARP + lane) * V;
         if (!FAST) { /* masked elements are 0, even when the sum is NaN */
 #pragma unroll
             for (int e = 0; e < V; e++)
@@ -607,17 +608,23 @@ __device__ __forceinline__ void softmax_warp_row(const T *x, T *y, int len, int 
     }
 }
 
-/* One warp per row, for rows of up to 32 * EPL elements. */
+/* One warp per row, for rows of up to GPU_WARP * EPL elements.
+ * Host (lanes): the block is a multiple of GPU_WARP threads (GPU_EW_SOFTMAX_WARP_BLOCK,
+ * 128: two wavefronts of 64, four warps of 32), each warp takes rows (grid-stride, so
+ * any grid is correct), and the host picks the smallest EPL with len <= warp size * EPL
+ * and sizes the grid with block / warp size rows a block, using the device's warp size
+ * (a host that assumes 32 lanes on a wave64 device is still correct: it picks an EPL
+ * twice as large as needed and twice the blocks). */
 template <typename T, int EPL>
 __device__ __forceinline__ void softmax_warp(T *out, const T *in, const gpu_ew_rows &R,
                                              float scale, int causal, int64_t sq) {
     constexpr int V = Pack<T>::N;
     static_assert(EPL % V == 0, "a lane holds whole packs");
-    const int64_t warps = blockDim.x >> 5;
-    const int len = (int)R.len; /* <= 32 * EPL */
+    const int64_t warps = blockDim.x / GPU_WARP;
+    const int len = (int)R.len; /* <= GPU_WARP * EPL */
     const int64_t is = R.in_stride, os = R.out_stride;
     const float k2 = scale * LOG2E;
-    for (int64_t r = (int64_t)blockIdx.x * warps + (threadIdx.x >> 5); r < R.rows.numel;
+    for (int64_t r = (int64_t)blockIdx.x * warps + (threadIdx.x / GPU_WARP); r < R.rows.numel;
          r += (int64_t)gridDim.x * warps) {
         int64_t off[2];
         layout_offsets(R.rows, r, off);
@@ -626,7 +633,7 @@ __device__ __forceinline__ void softmax_warp(T *out, const T *in, const gpu_ew_r
         const int kept = (int)softmax_kept(r, len, causal, sq);
         const bool vec_in = is == 1 && len % V == 0 && aligned16(x);
         const bool vec_out = os == 1 && len % V == 0 && aligned16(y);
-        if (vec_in && vec_out && kept == 32 * EPL)
+        if (vec_in && vec_out && kept == GPU_WARP * EPL)
             softmax_warp_row<T, EPL, true>(x, y, len, kept, is, os, k2, true, true);
         else
             softmax_warp_row<T, EPL, false>(x, y, len, kept, is, os, k2, vec_in, vec_out);
@@ -639,7 +646,7 @@ template <typename T>
 __device__ __forceinline__ void softmax_block(T *out, const T *in, const gpu_ew_rows &R,
                                               float scale, int causal, int64_t sq, int cache) {
     extern __shared__ float row[];
-    __shared__ float part[32];
+    __shared__ float part[BLOCK_WARPS_MAX];
     const int64_t len = R.len, is = R.in_stride, os = R.out_stride;
     const float k2 = scale * LOG2E;
     float *const c = cache ? row : nullptr;
@@ -699,7 +706,7 @@ __device__ __forceinline__ void norm(T *out, const T *in, const gpu_ew_rows &R, 
                                      int64_t ws, const T *b, int64_t bs, float eps, int center,
                                      int cache) {
     extern __shared__ float row[];
-    __shared__ float part[32];
+    __shared__ float part[BLOCK_WARPS_MAX];
     const int64_t len = R.len, is = R.in_stride, os = R.out_stride;
     float *const c = cache ? row : nullptr;
     for (int64_t r = blockIdx.x; r < R.rows.numel; r += gridDim.x) {
@@ -813,18 +820,18 @@ __device__ __forceinline__ void rope(T *out, const T *in, const gpu_ew_rows &R, 
         rope(out, in, R, seq, theta, pos_offset, interleaved);                                \
     }
 
-/* At most 128 registers a thread, so that 16 warps (rows) fit on an SM; the longest
- * rows (EPL 64) fit in that without spilling. */
+/* NVIDIA: at most 128 registers a thread, so that 16 warps (rows) fit on an SM; the
+ * longest rows (EPL 64) fit in that without spilling. */
 #define SOFTMAX_WARP(dt, T, EPL)                                                              \
-    extern "C" __global__ void __launch_bounds__(GPU_EW_SOFTMAX_WARP_BLOCK, 4)                 \
+    extern "C" __global__ void GPU_LAUNCH_BOUNDS(GPU_EW_SOFTMAX_WARP_BLOCK, 4)                 \
         ew_softmax_warp##EPL##_##dt(T *out, const T *in, gpu_ew_rows R, float scale,           \
                                     int causal, int64_t sq) {                                 \
         softmax_warp<T, EPL>(out, in, R, scale, causal, sq);                                  \
     }
 
 FLOAT_KERNELS(f32, float)
-FLOAT_KERNELS(f16, __half)
-FLOAT_KERNELS(bf16, __nv_bfloat16)
+FLOAT_KERNELS(f16, gpu_f16)
+FLOAT_KERNELS(bf16, gpu_bf16)
 
 #define INT_KERNELS(dt, T)                                                                    \
     KERNEL ew_binary_##dt(T *out, const T *a, const T *b, gpu_ew_layout L, int op) {           \
@@ -854,8 +861,8 @@ SIZED_KERNELS(8, uint64_t)
     }
 
 CONVERT_KERNEL(f32, float)
-CONVERT_KERNEL(f16, __half)
-CONVERT_KERNEL(bf16, __nv_bfloat16)
+CONVERT_KERNEL(f16, gpu_f16)
+CONVERT_KERNEL(bf16, gpu_bf16)
 CONVERT_KERNEL(f64, double)
 CONVERT_KERNEL(i8, int8_t)
 CONVERT_KERNEL(u8, uint8_t)

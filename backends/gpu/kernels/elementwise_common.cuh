@@ -1,35 +1,33 @@
-/* cuda kernels: device helpers of kernels/elementwise.cu.
+/* gpu kernels: device helpers of kernels/elementwise.cu.
  *
- *   - the float dtypes as stored (float, __half, __nv_bfloat16), loaded as float and
+ *   - the float dtypes as stored (float, gpu_f16, gpu_bf16), loaded as float and
  *     stored from float rounding to nearest even, as the cpu kernels do;
  *   - the integer dtypes of arithmetic (int32_t, int64_t), computed in the type itself
  *     with results that wrap around, as the cpu kernels do;
  *   - 16-byte packs for vectorized loads and stores of contiguous operands;
  *   - grid-stride loops with int64 indices;
  *   - operand offsets of element i of a gpu_ew_layout;
- *   - warp and block reductions (sums and maxima). */
+ *   - warp and block reductions (sums and maxima), for warps of GPU_WARP lanes. */
 #ifndef CU_ELEMENTWISE_COMMON_CUH
 #define CU_ELEMENTWISE_COMMON_CUH
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <stdint.h>
+#include "gpu_port.h"
 
 #include "elementwise_args.h"
 
 /* ---- the float dtypes ---- */
 
 __device__ __forceinline__ float to_f32(float v) { return v; }
-__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float to_f32(gpu_f16 v) { return gpu_to_f32(v); }
+__device__ __forceinline__ float to_f32(gpu_bf16 v) { return gpu_to_f32(v); }
 
 template <typename T> __device__ __forceinline__ T from_f32(float v);
 template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
-template <> __device__ __forceinline__ __half from_f32<__half>(float v) {
-    return __float2half_rn(v);
+template <> __device__ __forceinline__ gpu_f16 from_f32<gpu_f16>(float v) {
+    return gpu_f32_to_f16_rn(v);
 }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) {
-    return __float2bfloat16_rn(v);
+template <> __device__ __forceinline__ gpu_bf16 from_f32<gpu_bf16>(float v) {
+    return gpu_f32_to_bf16_rn(v);
 }
 
 /* ---- the integer dtypes ----
@@ -150,25 +148,38 @@ template <int OP, typename V> __device__ __forceinline__ V identity() {
     return OP == RED_SUM ? (V)0 : lowest<V>();
 }
 
-/* Every lane of the warp gets the warp's reduction of v. */
-template <int OP, typename V> __device__ __forceinline__ V warp_reduce(V v) {
+/* Every lane of a group of `width` lanes (a power of two up to GPU_WARP; a group is the
+ * whole warp unless the block is smaller than a warp) gets the group's reduction of v. */
+template <int OP, typename V>
+__device__ __forceinline__ V warp_reduce(V v, int width = GPU_WARP) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        v = combine<OP>(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = GPU_WARP / 2; o > 0; o >>= 1)
+        if (o < width)
+            v = combine<OP>(v, gpu_shfl_xor(v, o, width));
     return v;
 }
 
-/* Every thread of the block gets the block's reduction of v. blockDim.x is a multiple of
- * 32; every thread of the block calls it; part holds 32 values of shared memory. */
+/* Warps of a block of GPU_EW_MAX_BLOCK threads: each one's partial result in block_reduce,
+ * which the first warp then reduces. */
+#define BLOCK_WARPS_MAX (GPU_EW_MAX_BLOCK / GPU_WARP)
+static_assert(BLOCK_WARPS_MAX <= GPU_WARP, "one warp reduces the warps' partial results");
+
+/* Every thread of the block gets the block's reduction of v. Every thread of the block
+ * calls it; part holds BLOCK_WARPS_MAX values of shared memory. Host: blockDim.x is a
+ * power of two from 32 to GPU_EW_MAX_BLOCK (row_block in the host's elementwise code), so
+ * a block smaller than a wavefront of 64 is one partial warp, which reduces over its
+ * blockDim.x lanes (the lanes past it do not exist). */
 template <int OP, typename V> __device__ __forceinline__ V block_reduce(V v, V *part) {
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    v = warp_reduce<OP>(v);
+    const int width = GPU_WARP > 32 && (int)blockDim.x < GPU_WARP ? (int)blockDim.x : GPU_WARP;
+    const int lane = threadIdx.x % GPU_WARP, warp = threadIdx.x / GPU_WARP;
+    const int warps = (blockDim.x + GPU_WARP - 1) / GPU_WARP;
+    v = warp_reduce<OP>(v, width);
     __syncthreads(); /* an earlier reduction may still read part */
     if (lane == 0)
         part[warp] = v;
     __syncthreads();
     v = lane < warps ? part[lane] : identity<OP, V>();
-    return warp_reduce<OP>(v);
+    return warp_reduce<OP>(v, width);
 }
 
 #endif

@@ -1,21 +1,23 @@
-/* cuda: the plugin's own matmul kernels, for small problems and where cuBLASLt is absent
- * or declines (cu_ops_matmul.c). Both take any element strides and broadcast batch dims
- * (matmul_args.h) and accumulate in f32:
+/* gpu kernels: the plugin's own matmul kernels, for small problems and where the vendor's
+ * BLAS (cuBLASLt, hipBLASLt) is absent or declines (the host's matmul op). All take any
+ * element strides and broadcast batch dims (matmul_args.h) and accumulate in f32:
  *
- *   matmul_f32_simt             f32: 64 x 64 output tile per block of 256 threads, 4 x 4
- *                               outputs per thread, k in steps of 16 through shared memory.
- *   matmul_f16_mma, _bf16_mma   tensor cores (mma.sync m16n8k16, f32 accumulators): 64 x 64
+ *   matmul_<t>_simt             f32, f16, bf16 (portable): 64 x 64 output tile per block
+ *                               of 256 threads, 4 x 4 outputs per thread, k in steps of 16
+ *                               through shared memory as f32; f16 and bf16 outputs are
+ *                               rounded once, from the f32 sum. No lane is named: any warp
+ *                               size works.
+ *   matmul_f16_mma, _bf16_mma   NVIDIA only (GPU_KERNEL_NV): tensor cores (mma.sync
+ *                               m16n8k16, f32 accumulators): 64 x 64
  *                               output tile per block of 4 warps, 32 x 32 per warp, k in
  *                               steps of 32. Tiles are staged in shared memory k-contiguous
  *                               and read with ldmatrix; operands whose k stride is 1 with
  *                               16-byte aligned rows are loaded 16 bytes at a time.
  *
  * Grid: x = the output tiles of one item (m tile * n tiles + n tile), y and z = batch
- * items (item = item_begin + z * gridDim.y + y). Both kernels prefetch the next k step
+ * items (item = item_begin + z * gridDim.y + y). The kernels prefetch the next k step
  * into registers while computing the current one, with two shared buffers. */
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <stdint.h>
+#include "gpu_port.h"
 
 #include "matmul_args.h"
 
@@ -41,7 +43,7 @@ __device__ __forceinline__ bool batch_item(const gpu_matmul_args &p, int64_t &oa
     return true;
 }
 
-/* ---- f32: shared-memory tiled FMA ---- */
+/* ---- simt: shared-memory tiled FMA in f32 ---- */
 
 constexpr int ST = GPU_MATMUL_SIMT_TILE;     /* 64 rows of a and of b (n) per block */
 constexpr int SK = 16;                      /* k per step */
@@ -53,16 +55,17 @@ static_assert(GPU_MATMUL_SIMT_THREADS == 256 && ST == 64 && SWORK == 4, "simt ti
  * (row[i], k0 + kk[i]); `at[i]` points at (row[i], kk[i]) of the first step, NULL for a
  * row past the end. Neighbouring threads take neighbouring k when the operand is
  * contiguous along k, else neighbouring rows. */
-struct simt_operand {
-    const float *at[SWORK];
+template <typename T> struct simt_operand {
+    const T *at[SWORK];
     int row[SWORK], kk[SWORK];
     int64_t ks;
 };
 
 /* x: the operand's first row of this tile; `rows` of them are valid. */
-__device__ __forceinline__ simt_operand simt_operand_at(const float *x, int64_t rows,
-                                                        int64_t rs, int64_t ks, bool k_fast) {
-    simt_operand o;
+template <typename T>
+__device__ __forceinline__ simt_operand<T> simt_operand_at(const T *x, int64_t rows, int64_t rs,
+                                                           int64_t ks, bool k_fast) {
+    simt_operand<T> o;
     o.ks = ks;
 #pragma unroll
     for (int i = 0; i < SWORK; i++) {
@@ -74,20 +77,97 @@ __device__ __forceinline__ simt_operand simt_operand_at(const float *x, int64_t 
     return o;
 }
 
-/* Loads this thread's elements of the step at k0 (zeros outside the operand). */
-__device__ __forceinline__ void simt_load(float v[SWORK], const simt_operand &o, int64_t k0,
+__device__ __forceinline__ float simt_f32(float x) { return x; }
+__device__ __forceinline__ float simt_f32(gpu_f16 x) { return gpu_to_f32(x); }
+__device__ __forceinline__ float simt_f32(gpu_bf16 x) { return gpu_to_f32(x); }
+
+__device__ __forceinline__ void simt_out(float *p, float v) { *p = v; }
+__device__ __forceinline__ void simt_out(gpu_f16 *p, float v) { *p = gpu_f32_to_f16_rn(v); }
+__device__ __forceinline__ void simt_out(gpu_bf16 *p, float v) { *p = gpu_f32_to_bf16_rn(v); }
+
+/* Loads this thread's elements of the step at k0 as f32 (zeros outside the operand). */
+template <typename T>
+__device__ __forceinline__ void simt_load(float v[SWORK], const simt_operand<T> &o, int64_t k0,
                                           int64_t k) {
 #pragma unroll
     for (int i = 0; i < SWORK; i++)
-        v[i] = o.at[i] && k0 + o.kk[i] < k ? o.at[i][k0 * o.ks] : 0.0f;
+        v[i] = o.at[i] && k0 + o.kk[i] < k ? simt_f32(o.at[i][k0 * o.ks]) : 0.0f;
 }
 
+template <typename T>
 __device__ __forceinline__ void simt_store(float (*s)[SPITCH], const float v[SWORK],
-                                           const simt_operand &o) {
+                                           const simt_operand<T> &o) {
 #pragma unroll
     for (int i = 0; i < SWORK; i++)
         s[o.kk[i]][o.row[i]] = v[i];
 }
+
+template <typename T> __device__ __forceinline__ void matmul_simt(const gpu_matmul_args &p) {
+    int64_t oa, ob, oc;
+    if (!batch_item(p, oa, ob, oc))
+        return;
+    int64_t ntiles = (p.n + ST - 1) / ST;
+    int64_t m0 = blockIdx.x / ntiles * ST, n0 = blockIdx.x % ntiles * ST;
+    const T *a = (const T *)p.a + oa + m0 * p.sam;
+    const T *b = (const T *)p.b + ob + n0 * p.sbn;
+    simt_operand<T> opa = simt_operand_at(a, p.m - m0, p.sam, p.sak,
+                                          p.load_a != GPU_MATMUL_LOAD_ROW_FAST);
+    simt_operand<T> opb = simt_operand_at(b, p.n - n0, p.sbn, p.sbk,
+                                          p.load_b != GPU_MATMUL_LOAD_ROW_FAST);
+
+    __shared__ float sa[2][SK][SPITCH], sb[2][SK][SPITCH];
+    float acc[4][4] = {};
+    float va[SWORK], vb[SWORK];
+    int tx = threadIdx.x % 16, ty = threadIdx.x / 16; /* outputs (ty + 16 i, tx + 16 j) */
+    int64_t ksteps = (p.k + SK - 1) / SK;
+    if (ksteps > 0) {
+        simt_load(va, opa, 0, p.k);
+        simt_load(vb, opb, 0, p.k);
+        simt_store(sa[0], va, opa);
+        simt_store(sb[0], vb, opb);
+    }
+    __syncthreads();
+    for (int64_t s = 0; s < ksteps; s++) {
+        int cur = (int)(s & 1);
+        bool next = s + 1 < ksteps;
+        if (next) {
+            simt_load(va, opa, (s + 1) * SK, p.k);
+            simt_load(vb, opb, (s + 1) * SK, p.k);
+        }
+#pragma unroll
+        for (int kk = 0; kk < SK; kk++) {
+            float ar[4], br[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                ar[i] = sa[cur][kk][ty + 16 * i];
+                br[i] = sb[cur][kk][tx + 16 * i];
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
+        }
+        if (next) { /* the other buffer: everyone left it at the previous barrier */
+            simt_store(sa[cur ^ 1], va, opa);
+            simt_store(sb[cur ^ 1], vb, opb);
+        }
+        __syncthreads();
+    }
+
+    T *c = (T *)p.c + oc;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+#pragma unroll
+        for (int j = 0; j < 4; j++) {
+            int64_t row = m0 + ty + 16 * i, col = n0 + tx + 16 * j;
+            if (row < p.m && col < p.n)
+                simt_out(c + row * p.scm + col * p.scn, acc[i][j]);
+        }
+}
+
+
+#if GPU_NVIDIA
 
 /* ---- f16 / bf16: tensor cores ---- */
 
@@ -159,7 +239,7 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const uint16_t *row) 
 template <typename T> __device__ __forceinline__ void mma_16816(float d[4], const uint32_t a[4],
                                                                const uint32_t b[2]);
 template <>
-__device__ __forceinline__ void mma_16816<__half>(float d[4], const uint32_t a[4],
+__device__ __forceinline__ void mma_16816<gpu_f16>(float d[4], const uint32_t a[4],
                                                   const uint32_t b[2]) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
         "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
@@ -167,7 +247,7 @@ __device__ __forceinline__ void mma_16816<__half>(float d[4], const uint32_t a[4
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 template <>
-__device__ __forceinline__ void mma_16816<__nv_bfloat16>(float d[4], const uint32_t a[4],
+__device__ __forceinline__ void mma_16816<gpu_bf16>(float d[4], const uint32_t a[4],
                                                          const uint32_t b[2]) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
         "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
@@ -175,8 +255,8 @@ __device__ __forceinline__ void mma_16816<__nv_bfloat16>(float d[4], const uint3
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-__device__ __forceinline__ void store_elem(__half *p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void store_elem(__nv_bfloat16 *p, float v) {
+__device__ __forceinline__ void store_elem(gpu_f16 *p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void store_elem(gpu_bf16 *p, float v) {
     *p = __float2bfloat16_rn(v);
 }
 
@@ -262,79 +342,28 @@ template <typename T> __device__ __forceinline__ void matmul_mma(const gpu_matmu
             }
 }
 
+#endif /* GPU_NVIDIA */
+
 } /* namespace */
 
-extern "C" __global__ void __launch_bounds__(GPU_MATMUL_SIMT_THREADS)
-    matmul_f32_simt(const gpu_matmul_args p) {
-    int64_t oa, ob, oc;
-    if (!batch_item(p, oa, ob, oc))
-        return;
-    int64_t ntiles = (p.n + ST - 1) / ST;
-    int64_t m0 = blockIdx.x / ntiles * ST, n0 = blockIdx.x % ntiles * ST;
-    const float *a = (const float *)p.a + oa + m0 * p.sam;
-    const float *b = (const float *)p.b + ob + n0 * p.sbn;
-    simt_operand opa = simt_operand_at(a, p.m - m0, p.sam, p.sak,
-                                       p.load_a != GPU_MATMUL_LOAD_ROW_FAST);
-    simt_operand opb = simt_operand_at(b, p.n - n0, p.sbn, p.sbk,
-                                       p.load_b != GPU_MATMUL_LOAD_ROW_FAST);
-
-    __shared__ float sa[2][SK][SPITCH], sb[2][SK][SPITCH];
-    float acc[4][4] = {};
-    float va[SWORK], vb[SWORK];
-    int tx = threadIdx.x % 16, ty = threadIdx.x / 16; /* outputs (ty + 16 i, tx + 16 j) */
-    int64_t ksteps = (p.k + SK - 1) / SK;
-    if (ksteps > 0) {
-        simt_load(va, opa, 0, p.k);
-        simt_load(vb, opb, 0, p.k);
-        simt_store(sa[0], va, opa);
-        simt_store(sb[0], vb, opb);
-    }
-    __syncthreads();
-    for (int64_t s = 0; s < ksteps; s++) {
-        int cur = (int)(s & 1);
-        bool next = s + 1 < ksteps;
-        if (next) {
-            simt_load(va, opa, (s + 1) * SK, p.k);
-            simt_load(vb, opb, (s + 1) * SK, p.k);
-        }
-#pragma unroll
-        for (int kk = 0; kk < SK; kk++) {
-            float ar[4], br[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                ar[i] = sa[cur][kk][ty + 16 * i];
-                br[i] = sb[cur][kk][tx + 16 * i];
-            }
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
-        }
-        if (next) { /* the other buffer: everyone left it at the previous barrier */
-            simt_store(sa[cur ^ 1], va, opa);
-            simt_store(sb[cur ^ 1], vb, opb);
-        }
-        __syncthreads();
+#define SIMT_KERNEL(name, T)                                                                  \
+    extern "C" __global__ void __launch_bounds__(GPU_MATMUL_SIMT_THREADS)                      \
+        name(const gpu_matmul_args p) {                                                        \
+        matmul_simt<T>(p);                                                                    \
     }
 
-    float *c = (float *)p.c + oc;
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-            int64_t row = m0 + ty + 16 * i, col = n0 + tx + 16 * j;
-            if (row < p.m && col < p.n)
-                c[row * p.scm + col * p.scn] = acc[i][j];
-        }
-}
+SIMT_KERNEL(matmul_f32_simt, float)
+SIMT_KERNEL(matmul_f16_simt, gpu_f16)
+SIMT_KERNEL(matmul_bf16_simt, gpu_bf16)
 
+#if GPU_NVIDIA
 extern "C" __global__ void __launch_bounds__(GPU_MATMUL_MMA_THREADS)
     matmul_f16_mma(const gpu_matmul_args p) {
-    matmul_mma<__half>(p);
+    matmul_mma<gpu_f16>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(GPU_MATMUL_MMA_THREADS)
     matmul_bf16_mma(const gpu_matmul_args p) {
-    matmul_mma<__nv_bfloat16>(p);
+    matmul_mma<gpu_bf16>(p);
 }
+#endif

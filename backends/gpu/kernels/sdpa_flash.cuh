@@ -1,5 +1,6 @@
-/* cuda: the flash-attention kernel of sdpa for f16 and bf16 with head dim 64 or 128
- * (FlashAttention-2's forward pass on mma.sync tensor cores), included by sdpa.cu.
+/* gpu kernels, NVIDIA only (GPU_KERNEL_NV): the flash-attention kernel of sdpa for f16 and
+ * bf16 with head dim 64 or 128 (FlashAttention-2's forward pass on mma.sync tensor cores),
+ * included by sdpa.cu. Warps of 32 lanes are the mma fragments' own layout.
  *
  * A block of WARPS warps takes BM = WARPS * MT * 16 query rows of one (batch, head);
  * each warp owns MT tiles of 16 rows. The block loads its queries once and streams
@@ -22,9 +23,10 @@
 #ifndef GPU_KERNELS_SDPA_FLASH_CUH
 #define GPU_KERNELS_SDPA_FLASH_CUH
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <stdint.h>
+#include "gpu_port.h"
+#if !GPU_NVIDIA
+#error "sdpa_flash.cuh: mma.sync, ldmatrix and cp.async are NVIDIA's (GPU_KERNEL_NV)"
+#endif
 
 #include "sdpa_args.h"
 
@@ -33,7 +35,7 @@ namespace sdpa_flash {
 /* The tensor-core product and the f32 -> T pair packing of one 2-byte type. */
 template <typename T> struct ops;
 
-template <> struct ops<__nv_bfloat16> {
+template <> struct ops<gpu_bf16> {
     static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4],
                                                uint32_t b0, uint32_t b1) {
         asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
@@ -47,7 +49,7 @@ template <> struct ops<__nv_bfloat16> {
     }
 };
 
-template <> struct ops<__half> {
+template <> struct ops<gpu_f16> {
     static __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4],
                                                uint32_t b0, uint32_t b1) {
         asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "

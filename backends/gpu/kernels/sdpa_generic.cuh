@@ -1,4 +1,12 @@
-/* cuda: the generic kernel of sdpa (any dtype, head dim and strides), included by sdpa.cu.
+/* gpu kernels: the generic kernel of sdpa (any dtype, head dim and strides; portable),
+ * included by sdpa.cu.
+ *
+ * Lanes: the kernel works in groups of LANES = 32 lanes ("warps" below), whatever the hardware's
+ * warp size: a whole warp on NVIDIA, half a wavefront of 64 on CDNA. The group's
+ * reductions are shuffles of width 32 (gpu_shfl_xor), and its shared memory handoff is
+ * gpu_syncwarp, which orders the whole hardware warp. Host: the block is
+ * GPU_SDPA_GENERIC_WARPS * 32 threads (a multiple of 64) on every device, and the grid
+ * does not depend on the warp size.
  *
  * A block of WARPS warps takes ROWS query rows of one (batch, head), each warp RPW of
  * them, and one chunk of DC = 32 * VEC output dims (head dims past DC take several
@@ -12,36 +20,42 @@
 #ifndef GPU_KERNELS_SDPA_GENERIC_CUH
 #define GPU_KERNELS_SDPA_GENERIC_CUH
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <stdint.h>
+#include "gpu_port.h"
 
 #include "sdpa_args.h"
 
 namespace sdpa_generic {
 
 static __device__ __forceinline__ float to_f32(float x) { return x; }
-static __device__ __forceinline__ float to_f32(__half x) { return __half2float(x); }
-static __device__ __forceinline__ float to_f32(__nv_bfloat16 x) { return __bfloat162float(x); }
+static __device__ __forceinline__ float to_f32(gpu_f16 x) { return gpu_to_f32(x); }
+static __device__ __forceinline__ float to_f32(gpu_bf16 x) { return gpu_to_f32(x); }
 
 template <typename T> static __device__ __forceinline__ T from_f32(float x);
 template <> __device__ __forceinline__ float from_f32<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
-    return __float2bfloat16_rn(x);
+template <> __device__ __forceinline__ gpu_f16 from_f32<gpu_f16>(float x) {
+    return gpu_f32_to_f16_rn(x);
 }
+template <> __device__ __forceinline__ gpu_bf16 from_f32<gpu_bf16>(float x) {
+    return gpu_f32_to_bf16_rn(x);
+}
+
+/* A group of LANES lanes: one per key of a block of keys. */
+constexpr int LANES = GPU_SDPA_GENERIC_KEYS;
+static_assert(LANES == 32 && GPU_WARP % LANES == 0, "groups of 32 lanes, whole in a warp");
+
+/* The group's max and sum. */
 
 static __device__ __forceinline__ float warp_max(float x) {
 #pragma unroll
-    for (int m = 16; m > 0; m /= 2)
-        x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, m));
+    for (int m = LANES / 2; m > 0; m /= 2)
+        x = fmaxf(x, gpu_shfl_xor(x, m, LANES));
     return x;
 }
 
 static __device__ __forceinline__ float warp_sum(float x) {
 #pragma unroll
-    for (int m = 16; m > 0; m /= 2)
-        x += __shfl_xor_sync(0xffffffffu, x, m);
+    for (int m = LANES / 2; m > 0; m /= 2)
+        x += gpu_shfl_xor(x, m, LANES);
     return x;
 }
 
@@ -71,17 +85,18 @@ static __device__ __forceinline__ void stage(float *dst, int drs, int dxs, const
 
 template <typename T, int VEC>
 static __device__ __forceinline__ void attention(const gpu_sdpa_args &a, float *smem) {
-    constexpr int WARPS = GPU_SDPA_GENERIC_WARPS, THREADS = WARPS * 32;
+    constexpr int WARPS = GPU_SDPA_GENERIC_WARPS, THREADS = WARPS * LANES;
     constexpr int ROWS = GPU_SDPA_GENERIC_ROWS, RPW = ROWS / WARPS;
-    constexpr int KB = GPU_SDPA_GENERIC_KEYS, DC = 32 * VEC;
-    static_assert(KB == 32 && ROWS % WARPS == 0, "a lane per key, whole rows per warp");
+    constexpr int KB = GPU_SDPA_GENERIC_KEYS, DC = LANES * VEC;
+    static_assert(KB == LANES && ROWS % WARPS == 0, "a lane per key, whole rows per warp");
+    static_assert(THREADS % GPU_WARP == 0, "whole hardware warps");
     /* Read along their rows as float4 broadcasts (qs, ps) or a word per lane (ks, vs). */
     float *qs = smem;                 /* [ROWS][DC]     queries, one piece of the head dim */
     float *ks = qs + ROWS * DC;       /* [DC][KB + 1]   keys of the same piece, transposed */
     float *vs = ks + DC * (KB + 1);   /* [KB][DC]       values, the block's output dims */
     float *ps = vs + KB * DC;         /* [ROWS][KB]     probabilities */
 
-    const int tid = (int)threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int tid = (int)threadIdx.x, warp = tid / LANES, lane = tid % LANES;
     const int nqb = (a.sq + ROWS - 1) / ROWS, nchunks = (a.d + DC - 1) / DC;
     const int chunk = (int)(blockIdx.x % nchunks), rest = (int)(blockIdx.x / nchunks);
     const int qb = nqb - 1 - rest % nqb; /* the most keys first under causal */
@@ -172,7 +187,7 @@ static __device__ __forceinline__ void attention(const gpu_sdpa_args &a, float *
                 acc[r][c] *= corr;
             ps[(warp * RPW + r) * KB + lane] = p;
         }
-        __syncwarp(); /* the warp's own rows of ps */
+        gpu_syncwarp(); /* the warp's own rows of ps */
         /* Keys past nk have p = 0 and zero values, up to a multiple of 4. */
         const float *prows = ps + warp * RPW * KB;
 #pragma unroll 2
@@ -182,7 +197,7 @@ static __device__ __forceinline__ void attention(const gpu_sdpa_args &a, float *
             for (int u = 0; u < 4; u++)
 #pragma unroll
                 for (int x = 0; x < VEC; x++)
-                    vx[u][x] = vs[(c + u) * DC + lane + x * 32];
+                    vx[u][x] = vs[(c + u) * DC + lane + x * LANES];
 #pragma unroll
             for (int r = 0; r < RPW; r++) {
                 const float4 p = *reinterpret_cast<const float4 *>(prows + r * KB + c);
@@ -201,8 +216,8 @@ static __device__ __forceinline__ void attention(const gpu_sdpa_args &a, float *
         const float inv = row_sum[r] > 0.0f ? __fdividef(1.0f, row_sum[r]) : 0.0f;
 #pragma unroll
         for (int x = 0; x < VEC; x++)
-            if (lane + x * 32 < vn)
-                o[i * a.o_st[2] + (v0 + lane + x * 32) * a.o_st[3]] = from_f32<T>(acc[r][x] * inv);
+            if (lane + x * LANES < vn)
+                o[i * a.o_st[2] + (v0 + lane + x * LANES) * a.o_st[3]] = from_f32<T>(acc[r][x] * inv);
     }
 }
 
