@@ -23,6 +23,8 @@
 #   conformance-portable  the conformance step again with BP_GPU_PORTABLE_KERNELS=1 (the
 #                portable kernels an AMD build has, no cuBLASLt), --junit
 #                $OUT/conformance-cuda-portable.xml; cuda only (rocm always runs them)
+#   test-cuda-portable  test_cuda (matmul, sliced attention in regions as graphs) with
+#                BP_GPU_PORTABLE_KERNELS=1, on cuda:0 only
 #   demo         sliced_attention --device cuda:0 --shape 8,32,2048,128 --dtype bf16 --json
 #   bench-launch bp-bench launch --device cuda:0 --json, and bp-cuda-launch-floor --json
 #                (the driver's own host cost per launch; cuda only)
@@ -392,6 +394,15 @@ step_conformance_portable() {
         --junit "$OUT/conformance-cuda-portable.xml"
 }
 
+# The cuda plugin's own GPU test (it opens cuda:0) on the portable kernels.
+step_test_cuda_portable() {
+    if [[ $DEVICE != cuda:0 ]]; then
+        echo "test-cuda-portable: skipped: test_cuda runs on cuda:0 only (device $DEVICE)"
+        return 0
+    fi
+    BP_GPU_PORTABLE_KERNELS=1 lim "$BIN/test_cuda"
+}
+
 # ---- run ----
 
 echo "gpu-check: $(pwd), build $BUILD, device $DEVICE, logs in $OUT"
@@ -403,6 +414,7 @@ step info 60 step_info
 step conformance 480 step_conformance
 step conformance-full 300 step_conformance_full
 step conformance-portable 480 step_conformance_portable
+step test-cuda-portable 120 step_test_cuda_portable
 step demo 300 step_demo
 step bench-launch 120 step_bench_launch
 step bench-alloc 120 step_bench_alloc

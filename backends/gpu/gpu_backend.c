@@ -172,8 +172,8 @@ static bp_status device_get_props(void *backend, int index, bp_backend_device_pr
     if (st != BP_OK)
         return st;
     const gpu_device_info *info = &be->devices[index].info;
-    snprintf(p.description, sizeof p.description, "%.64s (%.15s, %d %.8s%s)", info->name, info->arch,
-             info->multiprocessors, be->drv->multiprocessor,
+    snprintf(p.description, sizeof p.description, "%.64s (%.15s, %d %.8s%s)", info->name,
+             info->arch, info->multiprocessors, be->drv->multiprocessor,
              be->portable ? ", portable kernels" : "");
     p.total_memory = info->total_mem;
     p.capabilities = BP_CAP_ASYNC_STREAMS | BP_CAP_TIMED_EVENTS | BP_CAP_PINNED_HOST |

@@ -46,7 +46,8 @@ _Static_assert(GPU_EW_F32 == BP_DTYPE_F32 && GPU_EW_F16 == BP_DTYPE_F16 &&
      [BP_DTYPE_BF16] = GPU_K_##prefix##_bf16, [BP_DTYPE_I32] = GPU_K_##prefix##_i32,          \
      [BP_DTYPE_I64] = GPU_K_##prefix##_i64}
 /* By element size: 1, 2, 4, 8 bytes (size_index). */
-#define BY_SIZE(prefix) {GPU_K_##prefix##_1, GPU_K_##prefix##_2, GPU_K_##prefix##_4, GPU_K_##prefix##_8}
+#define BY_SIZE(prefix)                                                                       \
+    {GPU_K_##prefix##_1, GPU_K_##prefix##_2, GPU_K_##prefix##_4, GPU_K_##prefix##_8}
 
 static const gpu_kernel_id unary_kernels[3] = BY_FLOAT_DTYPE(ew_unary);
 static const gpu_kernel_id binary_kernels[BP_DTYPE_COUNT] = BY_ARITH_DTYPE(ew_binary);
@@ -110,8 +111,8 @@ static int64_t device_threads(const gpu_stream *s) {
 
 /* Enqueues kernel k with `blocks` blocks of `block` threads, the grid capped at WAVES
  * waves of the device (the kernels loop over the rest). */
-static bp_status launch(gpu_stream *s, gpu_kernel_id k, int64_t blocks, unsigned block, unsigned smem,
-                        void **params, const char *what) {
+static bp_status launch(gpu_stream *s, gpu_kernel_id k, int64_t blocks, unsigned block,
+                        unsigned smem, void **params, const char *what) {
     int64_t cap = device_threads(s) / block * WAVES;
     if (blocks > cap)
         blocks = cap;
@@ -254,8 +255,8 @@ static bp_status op_where(const bp_kernel_call *call) {
     void *o = out->data, *c = call->inputs[0]->data, *x = call->inputs[1]->data,
          *y = call->inputs[2]->data;
     void *params[] = {&o, &c, &x, &y, &l};
-    return launch_items(s, where_kernels[size_index(bp_plugin_dtype_size(out->dtype))], l.numel, params,
-                        "where");
+    return launch_items(s, where_kernels[size_index(bp_plugin_dtype_size(out->dtype))], l.numel,
+                        params, "where");
 }
 
 /* ---- arithmetic and activations ---- */

@@ -5,8 +5,9 @@
  * the flash kernel (tensor cores, NVIDIA-only); everything else the generic kernel
  * (portable), which reads any strides and head dim. Both work in groups of 32 lanes
  * whatever the device's warp size (a warp on NVIDIA, half a wavefront of 64 on CDNA:
- * kernels/sdpa_generic.cuh), so blocks and grids do not depend on it. Both walk only the keys the causal and
- * window masks leave visible; the score order and masks are those of ops/sdpa.c. */
+ * kernels/sdpa_generic.cuh), so blocks and grids do not depend on it. Both walk only
+ * the keys the causal and window masks leave visible; the score order and masks are
+ * those of ops/sdpa.c. */
 #include <math.h>
 #include <stdint.h>
 
@@ -88,8 +89,8 @@ static bp_status sdpa(const bp_kernel_call *call) {
 
     bp_dtype dt = call->dtype;
     bool half = dt == BP_DTYPE_F16 || dt == BP_DTYPE_BF16;
-    bool flash = dev->fast_paths && half && (d == 64 || d == 128) && rows_aligned(q) && rows_aligned(k) &&
-                 rows_aligned(v) && rows_aligned(o) &&
+    bool flash = dev->fast_paths && half && (d == 64 || d == 128) && rows_aligned(q) &&
+                 rows_aligned(k) && rows_aligned(v) && rows_aligned(o) &&
                  GPU_SDPA_FLASH_SMEM(d) <= dev->info.max_smem_optin;
     gpu_kernel_id kernel;
     int64_t blocks;

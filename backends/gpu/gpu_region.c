@@ -55,7 +55,7 @@ struct gpu_region {
     gpu_device *device;
     bp_region_info info;       /* streams point into `streams` */
     gpu_stream **streams;
-    void *link;              /* forks the streams at begin, joins them at end */
+    void *link;                /* forks the streams at begin, joins them at end */
     event_list recorded;       /* recorded during the capture */
     event_list waits;          /* waited on, but recorded outside the capture */
     int chunk;                 /* chunks launched so far (one-stream regions) */
@@ -313,7 +313,8 @@ static bp_status launch_capture(gpu_region *r, bool *out_updated, size_t *out_gr
     gpu_result res = finish_capture(r, &graph);
     bp_status st = res == GPU_SUCCESS
                        ? BP_OK
-                       : gpu_fail(dev, res, "ending the region's capture (%s)", drv->name.stream_end_capture);
+                       : gpu_fail(dev, res, "ending the region's capture (%s)",
+                                  drv->name.stream_end_capture);
     void *exec = NULL;
     if (st == BP_OK)
         st = executable_for(r, graph, &exec, out_updated, out_graph_nodes);
