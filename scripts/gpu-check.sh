@@ -104,6 +104,7 @@ declare -A NOT_FOR_DEVICE=()
 if [[ $DEVICE_TYPE != cuda ]]; then
     NOT_FOR_DEVICE[sanitizer]="compute-sanitizer is NVIDIA's memcheck: it checks CUDA programs only"
     NOT_FOR_DEVICE[conformance-portable]="the rocm plugin has only the portable kernels: the conformance step ran them"
+    NOT_FOR_DEVICE[test-cuda-portable]="test_cuda is the cuda plugin's own test"
 fi
 
 OUT=${OUT:-/tmp/gpu-check}
