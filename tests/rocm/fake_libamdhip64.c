@@ -35,14 +35,15 @@
         return hipSuccess;                                                                   \
     }
 
+/* Streams and modules are distinct addresses; an event knows whether it was recorded. */
 struct ihipStream_t {
-    int device;
+    char unused;
 };
 struct ihipEvent_t {
     int recorded;
 };
 struct ihipModule_t {
-    int device;
+    char unused;
 };
 
 static long env_number(const char *name, long fallback) {
@@ -299,10 +300,7 @@ FAKE_EXPORT hipError_t hipStreamCreateWithPriority(hipStream_t *stream, unsigned
     (void)flags;
     (void)priority;
     *stream = calloc(1, sizeof **stream);
-    if (!*stream)
-        return hipErrorOutOfMemory;
-    (*stream)->device = current;
-    return hipSuccess;
+    return *stream ? hipSuccess : hipErrorOutOfMemory;
 }
 
 FAKE_EXPORT hipError_t hipStreamDestroy(hipStream_t stream) {
@@ -371,10 +369,7 @@ FAKE_EXPORT hipError_t hipModuleLoadData(hipModule_t *module, const void *image)
     if (e != hipSuccess)
         return e;
     *module = calloc(1, sizeof **module);
-    if (!*module)
-        return hipErrorOutOfMemory;
-    (*module)->device = current;
-    return hipSuccess;
+    return *module ? hipSuccess : hipErrorOutOfMemory;
 }
 
 FAKE_EXPORT hipError_t hipModuleUnload(hipModule_t module) {
