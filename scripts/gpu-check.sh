@@ -13,6 +13,11 @@
 #   conformance  bp-conformance --device cuda:0 --junit $OUT/conformance-cuda.xml
 #   conformance-full  bp-conformance --device cuda:0 --level full --filter 'ops.*'
 #                --junit $OUT/conformance-cuda-full.xml (the tuned kernels' shapes)
+#   conformance-portable  the conformance step again with BP_GPU_PORTABLE_KERNELS=1 (the
+#                portable kernels an AMD build has, no cuBLASLt), --junit
+#                $OUT/conformance-cuda-portable.xml; cuda only (rocm always runs them)
+#   test-cuda-portable  test_cuda (matmul, sliced attention in regions as graphs) with
+#                BP_GPU_PORTABLE_KERNELS=1, on cuda:0 only
 #   demo         sliced_attention --device cuda:0 --shape 8,32,2048,128 --dtype bf16 --json
 #   bench-launch bp-bench launch --device cuda:0 --json, and bp-cuda-launch-floor --json
 #                (the driver's own host cost per launch)
@@ -33,7 +38,8 @@
 #
 # Output: everything under ${OUT:-/tmp/gpu-check}: <step>.log for every step, demo.json,
 # bench-launch.json, bench-alloc.json, bench-ops.json, torch.json, conformance-cuda.xml,
-# ctest.xml, sanitizer/<test>.log, cpu-compare.json, summary.txt and summary.json.
+# conformance-cuda-portable.xml, ctest.xml, sanitizer/<test>.log, cpu-compare.json,
+# summary.txt and summary.json.
 #
 # Environment:
 #   GPU_CHECK_SKIP="torch sanitizer"  steps to skip ("bench" skips the three bench steps)
@@ -332,6 +338,22 @@ step_cpu_compare() {
     BP_BENCH=$BIN/bp-bench PYTHON=$PY lim bash scripts/cpu-compare.sh "${args[@]}"
 }
 
+# The conformance suite on the portable kernels (BP_GPU_PORTABLE_KERNELS=1): every kernel
+# an AMD build holds, run on this GPU. A rocm device runs nothing else anyway.
+step_conformance_portable() {
+    BP_GPU_PORTABLE_KERNELS=1 lim "$BIN/bp-conformance" --device "$DEVICE" \
+        --junit "$OUT/conformance-cuda-portable.xml"
+}
+
+# The cuda plugin's own GPU test (it opens cuda:0) on the portable kernels.
+step_test_cuda_portable() {
+    if [[ $DEVICE != cuda:0 ]]; then
+        echo "test-cuda-portable: skipped: test_cuda runs on cuda:0 only (device $DEVICE)"
+        return 0
+    fi
+    BP_GPU_PORTABLE_KERNELS=1 lim "$BIN/test_cuda"
+}
+
 # ---- run ----
 
 echo "gpu-check: $(pwd), build $BUILD, device $DEVICE, logs in $OUT"
@@ -342,6 +364,8 @@ step ctest 480 step_ctest
 step info 60 step_info
 step conformance 480 step_conformance
 step conformance-full 300 step_conformance_full
+step conformance-portable 480 step_conformance_portable
+step test-cuda-portable 120 step_test_cuda_portable
 step demo 300 step_demo
 step bench-launch 120 step_bench_launch
 step bench-alloc 120 step_bench_alloc
@@ -477,6 +501,17 @@ try:
     extra.append("ctest: " + (m[-1] if m else "n/a"))
 except Exception:
     extra.append("ctest: n/a")
+def junit_totals(name):
+    root = ET.parse(os.path.join(out, name)).getroot()
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    return {k: sum(int(s.get(k, 0) or 0) for s in suites) for k in ("tests", "failures", "errors", "skipped")}
+if os.path.exists(os.path.join(out, "conformance-cuda-portable.xml")):
+    try:
+        summary["conformance_portable"] = tot = junit_totals("conformance-cuda-portable.xml")
+        extra.append("conformance on cuda, portable kernels: {tests} tests, {failures} failures, "
+                     "{errors} errors, {skipped} skipped".format(**tot))
+    except Exception:
+        extra.append("conformance on cuda, portable kernels: n/a")
 dev = dig(torch, "device_name")
 if dev:
     extra.append(f"GPU: {dev}; torch {dig(torch, 'torch')}")

@@ -32,7 +32,7 @@ bp_conformance_test(conformance_cpu_full EXIT 0 EXPECT "level full" "PASS  ops\\
 set_tests_properties(conformance_cpu_full PROPERTIES LABELS "conformance;full" TIMEOUT 2000)
 # The ops.sdpa tests on each cpu sdpa path (BP_CPU_SDPA, docs/ops.md); a path the CPU
 # lacks falls back to auto with a warning, so those entries test the fallback.
-foreach(path avx512bf16 avx512 generic)
+foreach(path amx avx512bf16 avx512 generic)
   bp_conformance_test(conformance_cpu_sdpa_${path} EXIT 0 EXPECT "PASS  ops\\.sdpa_bf16"
     ARGS --device cpu --filter "ops.sdpa*" --junit JUNIT)
   set_property(TEST conformance_cpu_sdpa_${path} APPEND PROPERTY ENVIRONMENT "BP_CPU_SDPA=${path}")

@@ -161,7 +161,8 @@ static void test_switches(void **state) {
     run_cases(child_switches, cases, sizeof cases / sizeof cases[0]);
 }
 
-/* Runs a small f32 sdpa (the cpu kernel reads BP_CPU_SDPA at its first call). */
+/* Runs a small f32 and a small bf16 sdpa of ones, whose outputs are exactly 1 (the cpu
+ * kernel reads BP_CPU_SDPA at its first call; the bf16 one runs the bf16 path chosen). */
 static void child_sdpa_path(void *arg) {
     const env_case *c = arg;
     bp_test_capture_begin();
@@ -169,13 +170,22 @@ static void child_sdpa_path(void *arg) {
     CHILD_CHECK(bp_device_open("cpu", &cpu) == BP_OK);
     int64_t shape[4] = {1, 1, 2, 16};
     float ones[32];
-    for (int i = 0; i < 32; i++) ones[i] = 1.0f;
+    uint16_t bf16_ones[32];
+    for (int i = 0; i < 32; i++)
+        ones[i] = 1.0f, bf16_ones[i] = 0x3f80;
     bp_tensor *t = NULL, *out = NULL;
     CHILD_CHECK(bp_tensor_from_host(cpu, BP_DTYPE_F32, 4, shape, ones, &t) == BP_OK);
     CHILD_CHECK(bp_sdpa(t, t, t, NULL, NULL, &out) == BP_OK);
     float result[32];
     CHILD_CHECK(bp_tensor_to_host(out, result, sizeof result) == BP_OK);
     CHILD_CHECK(result[0] == 1.0f && result[31] == 1.0f);
+    bp_tensor_release(t);
+    bp_tensor_release(out);
+    CHILD_CHECK(bp_tensor_from_host(cpu, BP_DTYPE_BF16, 4, shape, bf16_ones, &t) == BP_OK);
+    CHILD_CHECK(bp_sdpa(t, t, t, NULL, NULL, &out) == BP_OK);
+    uint16_t bf16_result[32];
+    CHILD_CHECK(bp_tensor_to_host(out, bf16_result, sizeof bf16_result) == BP_OK);
+    CHILD_CHECK(bf16_result[0] == 0x3f80 && bf16_result[31] == 0x3f80);
     bp_tensor_release(t);
     bp_tensor_release(out);
     char *log = bp_test_capture_end();
@@ -186,27 +196,24 @@ static void child_sdpa_path(void *arg) {
     free(log);
 }
 
-/* BP_CPU_SDPA: a name outside the list, or an ISA this CPU lacks, is a warning and auto. */
+/* BP_CPU_SDPA: a name outside the list, or an ISA this CPU lacks (for amx: or tile data
+ * Linux refused), is a warning and auto. */
 static void test_sdpa_path(void **state) {
     (void)state;
-    bool avx512 = false, avx512bf16 = false;
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-             __builtin_cpu_supports("fma");
-    avx512bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
-#endif
     const char *lacks = "this CPU lacks the instructions; using auto";
+    const char *amx_warning = bp_test_sdpa_path_unavailable("amx")
+                                  ? "backplane[sdpa] warn: BP_CPU_SDPA=amx: "
+                                  : NULL;
     const env_case cases[] = {
         {"BP_CPU_SDPA=auto", 0, NULL},
         {"BP_CPU_SDPA=generic", 0, NULL},
-        {"BP_CPU_SDPA=avx512", 0, avx512 ? NULL : lacks},
-        {"BP_CPU_SDPA=avx512bf16", 0, avx512bf16 ? NULL : lacks},
+        {"BP_CPU_SDPA=avx512", 0, bp_test_sdpa_path_unavailable("avx512") ? lacks : NULL},
+        {"BP_CPU_SDPA=avx512bf16", 0, bp_test_sdpa_path_unavailable("avx512bf16") ? lacks : NULL},
+        {"BP_CPU_SDPA=amx", 0, amx_warning},
         {"BP_CPU_SDPA=AVX512", 0,
-         "backplane[sdpa] warn: BP_CPU_SDPA='AVX512' is not one of auto, avx512bf16, avx512, "
-         "generic; using auto\n"},
-        {"BP_CPU_SDPA=amx", 0, "BP_CPU_SDPA='amx' is not one of"},
+         "backplane[sdpa] warn: BP_CPU_SDPA='AVX512' is not one of auto, amx, avx512bf16, "
+         "avx512, generic; using auto\n"},
+        {"BP_CPU_SDPA=amx-bf16", 0, "BP_CPU_SDPA='amx-bf16' is not one of"},
     };
     run_cases(child_sdpa_path, cases, sizeof cases / sizeof cases[0]);
 }

@@ -291,13 +291,7 @@ static void *open_gated(void *arg) {
  * second byte in the notify pipe. */
 static void child_concurrent_open(void *arg) {
     observe_inits();
-    int notify[2], gate[2];
-    CHILD_CHECK(pipe(notify) == 0 && pipe(gate) == 0);
-    char fd_text[16];
-    snprintf(fd_text, sizeof fd_text, "%d", notify[1]);
-    setenv("BP_TEST_NOTIFY_FD", fd_text, 1);
-    snprintf(fd_text, sizeof fd_text, "%d", gate[0]);
-    setenv("BP_TEST_GATE_FD", fd_text, 1);
+    const bp_test_gate gate = bp_test_gate_open();
 
     pthread_t threads[THREADS];
     opener openers[THREADS];
@@ -305,20 +299,20 @@ static void child_concurrent_open(void *arg) {
     for (int t = 0; t < THREADS; t++)
         CHILD_CHECK(pthread_create(&threads[t], NULL, open_gated, &openers[t]) == 0);
     char byte = 0;
-    CHILD_CHECK(read(notify[0], &byte, 1) == 1);
+    CHILD_CHECK(read(gate.notify_read, &byte, 1) == 1);
     /* gated's init runs now, and stays there until the writes below. */
     use_cpu();
     char bytes[THREADS];
     memset(bytes, 'g', sizeof bytes);
-    CHILD_CHECK(write(gate[1], bytes, sizeof bytes) == (ssize_t)sizeof bytes);
+    CHILD_CHECK(write(gate.gate_write, bytes, sizeof bytes) == (ssize_t)sizeof bytes);
     for (int t = 0; t < THREADS; t++)
         CHILD_CHECK(pthread_join(threads[t], NULL) == 0);
     pthread_barrier_destroy(&start_barrier);
 
     for (int t = 0; t < THREADS; t++)
         CHILD_CHECK(openers[t].status == BP_OK && openers[t].device == openers[0].device);
-    CHILD_CHECK(fcntl(notify[0], F_SETFL, O_NONBLOCK) == 0);
-    CHILD_CHECK(read(notify[0], &byte, 1) == -1 && errno == EAGAIN);
+    CHILD_CHECK(fcntl(gate.notify_read, F_SETFL, O_NONBLOCK) == 0);
+    CHILD_CHECK(read(gate.notify_read, &byte, 1) == -1 && errno == EAGAIN);
     const char *const gated[] = {"gated", NULL};
     expect_inits(gated);
     CHILD_CHECK(bp_test_plugin_named("gated").state == BP_PLUGIN_LOADED);

@@ -223,23 +223,17 @@ static void *discovering_thread(void *arg) {
  * there (it has written to the notify pipe and the gate is still closed), cpu works
  * from another thread. */
 static void child_slow_init(void *arg) {
-    int notify[2], gate[2];
-    CHILD_CHECK(pipe(notify) == 0 && pipe(gate) == 0);
-    char fd_text[16];
-    snprintf(fd_text, sizeof fd_text, "%d", notify[1]);
-    setenv("BP_TEST_NOTIFY_FD", fd_text, 1);
-    snprintf(fd_text, sizeof fd_text, "%d", gate[0]);
-    setenv("BP_TEST_GATE_FD", fd_text, 1);
+    const bp_test_gate gate = bp_test_gate_open();
 
     pthread_t thread;
     CHILD_CHECK(pthread_create(&thread, NULL, discovering_thread, NULL) == 0);
     char byte = 0;
-    CHILD_CHECK(read(notify[0], &byte, 1) == 1);
+    CHILD_CHECK(read(gate.notify_read, &byte, 1) == 1);
     /* gated's init is running now, and stays there until the write below. */
     check_cpu_works();
     bp_op_id op;
     CHILD_CHECK(bp_op_find("add", &op) == BP_OK);
-    CHILD_CHECK(write(gate[1], "g", 1) == 1);
+    CHILD_CHECK(write(gate.gate_write, "g", 1) == 1);
     CHILD_CHECK(pthread_join(thread, NULL) == 0);
 
     CHILD_CHECK(bp_test_plugin_named("gated").state == BP_PLUGIN_LOADED);

@@ -139,7 +139,7 @@ static int64_t misses(const double *got, dims n, bp_sdpa_attrs attrs, const doub
 }
 
 /* The bound is tight enough to see the mistakes a fast path could make: each dtype's
- * output (bf16's with P rounded to bf16 on the avx512bf16 path) passes against its own
+ * output (bf16's with P rounded to bf16 on the avx512bf16 and amx paths) passes against its own
  * reference and fails against the references of a scale 2% off, a window one key
  * longer, the causal mask dropped, and keys 64 .. 127 (one whole key block) missed. */
 static void test_bound_catches_mistakes(void **state) {
@@ -409,31 +409,13 @@ static void test_errors(void **state) {
         bp_tensor_release(all[t]);
 }
 
-/* Why the path BP_CPU_SDPA names cannot run on this CPU (the library would warn and use
- * auto instead), or NULL. */
-static const char *path_unavailable(void) {
-    const char *path = getenv("BP_CPU_SDPA");
-    bool bf16 = path && strcmp(path, "avx512bf16") == 0;
-    if (!path || !(bf16 || strcmp(path, "avx512") == 0))
-        return NULL;
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-        !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl") ||
-        !__builtin_cpu_supports("fma"))
-        return "the CPU lacks AVX-512";
-    if (bf16 && !__builtin_cpu_supports("avx512bf16"))
-        return "the CPU lacks AVX512-BF16";
-    return NULL;
-#else
-    return "not an x86-64 CPU";
-#endif
-}
-
 int main(void) {
-    const char *unavailable = path_unavailable();
+    /* The path BP_CPU_SDPA names, if this CPU cannot run it (the library would warn and
+     * use auto instead: test_env and the conformance entries test that). */
+    const char *path = getenv("BP_CPU_SDPA");
+    const char *unavailable = path ? bp_test_sdpa_path_unavailable(path) : NULL;
     if (unavailable) {
-        printf("skipped: BP_CPU_SDPA=%s: %s\n", getenv("BP_CPU_SDPA"), unavailable);
+        printf("skipped: BP_CPU_SDPA=%s: %s\n", path, unavailable);
         return 0;
     }
     const struct CMUnitTest tests[] = {

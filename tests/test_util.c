@@ -4,8 +4,11 @@
 #include <cmocka.h>
 
 #include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -208,4 +211,38 @@ bp_plugin_info bp_test_plugin_named(const char *name) {
     fprintf(stderr, "no plugin named '%s' is listed\n", name);
     CHILD_CHECK(0);
     return bp_test_plugin_at(0);
+}
+
+bp_test_gate bp_test_gate_open(void) {
+    int notify[2], gate[2];
+    CHILD_CHECK(pipe(notify) == 0 && pipe(gate) == 0);
+    char fd_text[16];
+    snprintf(fd_text, sizeof fd_text, "%d", notify[1]);
+    CHILD_CHECK(setenv("BP_TEST_NOTIFY_FD", fd_text, 1) == 0);
+    snprintf(fd_text, sizeof fd_text, "%d", gate[0]);
+    CHILD_CHECK(setenv("BP_TEST_GATE_FD", fd_text, 1) == 0);
+    return (bp_test_gate){.notify_read = notify[0], .gate_write = gate[1]};
+}
+
+const char *bp_test_sdpa_path_unavailable(const char *path) {
+    bool amx = strcmp(path, "amx") == 0, bf16 = amx || strcmp(path, "avx512bf16") == 0;
+    if (!bf16 && strcmp(path, "avx512") != 0)
+        return NULL;
+#if defined(__x86_64__)
+    const char *no_amx = "the CPU has no AMX-BF16 (or the kernel refused tile data)";
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl") ||
+        !__builtin_cpu_supports("fma"))
+        return amx ? no_amx : "the CPU lacks AVX-512";
+    if (bf16 && !__builtin_cpu_supports("avx512bf16"))
+        return amx ? no_amx : "the CPU lacks AVX512-BF16";
+    /* arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA), as ops/cpu/sdpa.c asks. */
+    if (amx && (!__builtin_cpu_supports("amx-tile") || !__builtin_cpu_supports("amx-bf16") ||
+                syscall(SYS_arch_prctl, 0x1023, 18) != 0))
+        return no_amx;
+    return NULL;
+#else
+    return "not an x86-64 CPU";
+#endif
 }

@@ -67,6 +67,17 @@ void bp_test_fill_random(void *buf, size_t size, uint64_t seed);
 bp_plugin_info bp_test_plugin_at(int i);
 bp_plugin_info bp_test_plugin_named(const char *name);
 
+/* The test plugin "gated" (tests/plugins) writes a byte to BP_TEST_NOTIFY_FD in its init
+ * and then blocks until it reads one from BP_TEST_GATE_FD. Inside a forked child: makes
+ * both pipes and sets both variables. A test reads one byte from notify_read (gated's
+ * init is then provably running, and stays there) and releases it by writing to
+ * gate_write. */
+typedef struct bp_test_gate {
+    int notify_read;
+    int gate_write;
+} bp_test_gate;
+bp_test_gate bp_test_gate_open(void);
+
 /* Runs fn(arg) in a forked child after setting the environment entries "NAME=value"
  * (a NULL-terminated list; "NAME=" unsets). The registry initialises once per
  * process, so tests of environment-dependent loading run in children, and the child
@@ -83,5 +94,10 @@ int bp_test_run_command(const char *const *argv, const char *const *env, char **
  * file until bp_test_capture_end, which returns it (malloc'ed, caller frees). */
 void bp_test_capture_begin(void);
 char *bp_test_capture_end(void);
+
+/* Why this CPU cannot run the cpu sdpa path named (BP_CPU_SDPA's "avx512", "avx512bf16"
+ * or "amx"; for amx, this process asks Linux for the tile data as the library does), or
+ * NULL when it can; NULL for any other name. */
+const char *bp_test_sdpa_path_unavailable(const char *path);
 
 #endif

@@ -1,4 +1,5 @@
-/* cuda: matmul through cuBLASLt, loaded at run time (cu_blaslt_gemm, cu_internal.h).
+/* cuda: matmul through cuBLASLt, loaded at run time: the driver table's gemm provider
+ * (cu_blaslt_provider, gpu_driver.h), which the GPU core's matmul asks first.
  *
  * Loading. libcublasLt.so.13, else .so.12, else libcublasLt.so ($BP_CUBLASLT_LIBRARY
  * names another; $BP_CUDA_BLASLT=0 turns cuBLASLt off) is opened once per process with
@@ -6,8 +7,8 @@
  * prototypes of the <cublasLt.h> the plugin was built with. The plugin never links it,
  * so it loads where cuBLASLt is absent and matmul then runs on its own kernels.
  *
- * Per device (dev->blaslt, created at the first gemm under dev->lock, with the device's
- * context current): a cuBLASLt handle and a table of plans.
+ * Per device (the provider's state, made by the core at the device's first gemm under
+ * its lock, with the device's context current): a cuBLASLt handle and a table of plans.
  *
  * Plans. A plan holds what cublasLtMatmul needs besides the pointers: the operation
  * descriptor, the three matrix layouts, the algorithm the heuristic chose and the
@@ -21,7 +22,7 @@
  * lock; the plan it uses is pinned meanwhile, so that another thread's miss never
  * replaces it (when every slot is pinned, the new plan runs once uncached).
  *
- * Workspace: the heuristic may plan for CU_WORKSPACE_BYTES; a plan that needs any runs
+ * Workspace: the heuristic may plan for GPU_WORKSPACE_BYTES; a plan that needs any runs
  * with the stream's workspace of that size (what a region gives its streams before
  * capturing), so it grows once per stream.
  *
@@ -33,7 +34,10 @@
  * Precision: compute type CUBLAS_COMPUTE_32F (never TF32), f32 alpha and beta. For f16
  * and bf16, split-k algorithms may only reduce their partial sums in f32 (the reduction
  * scheme mask), so every sum is accumulated in f32 and rounded once. */
-#include "cu_internal.h"
+#include "cu_driver.h"
+
+#include <pthread.h>
+#include <stdbool.h>
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -68,6 +72,7 @@ enum { PLAN_SLOTS = 64 };
 
 static struct {
     pthread_once_t once;
+    const bp_host_services *host; /* for the log line of loading */
     bool loaded;
     char status[320]; /* what loading found, for the log */
 #define BLASLT_MEMBER(name) __typeof__(&name) name;
@@ -122,10 +127,12 @@ static void open_library(void) {
 /* Once per process; the outcome goes to the log (BP_LOG=info shows it). */
 static void load_library(void) {
     open_library();
-    cu_host->log(BP_LOG_INFO, CU_NAME, "cuda: matmul: %s", lt.status);
+    const bp_host_services *host = __atomic_load_n(&lt.host, __ATOMIC_RELAXED);
+    host->log(BP_LOG_INFO, CU_NAME, "cuda: matmul: %s", lt.status);
 }
 
-static bool library_loaded(void) {
+static bool library_loaded(const bp_host_services *host) {
+    __atomic_store_n(&lt.host, host, __ATOMIC_RELAXED); /* the same host from every device */
     pthread_once(&lt.once, load_library);
     return lt.loaded;
 }
@@ -159,13 +166,15 @@ typedef struct plan {
     size_t workspace; /* bytes the algorithm needs */
 } plan;
 
-struct cu_blaslt {
-    cublasLtHandle_t handle; /* NULL when it could not be created (status says why) */
+typedef struct cu_blaslt {
+    const bp_host_services *host;
+    int device_index;
+    cublasLtHandle_t handle; /* NULL when cuBLASLt is absent or creating it failed */
     char status[400];
     pthread_mutex_t lock; /* the plans */
     uint64_t clock;
     plan plans[PLAN_SLOTS];
-};
+} cu_blaslt;
 
 /* The largest power of two (up to 256) dividing the address of every batch item. */
 static uint32_t alignment(const void *ptr, int64_t batch, int64_t stride, size_t esize) {
@@ -219,7 +228,7 @@ static bool choose_algorithm(cu_blaslt *bl, plan *p) {
     const plan_key *key = &p->key;
     cublasLtMatmulPreference_t pref = NULL;
     cublasStatus_t r = lt.cublasLtMatmulPreferenceCreate(&pref);
-    uint64_t workspace = CU_WORKSPACE_BYTES;
+    uint64_t workspace = GPU_WORKSPACE_BYTES;
     uint32_t schemes = key->dtype == BP_DTYPE_F32 ? CUBLASLT_REDUCTION_SCHEME_MASK
                                                   : CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
     /* cuBLASLt's A, B, C and D are our B, A, C and C. */
@@ -255,8 +264,7 @@ static bool choose_algorithm(cu_blaslt *bl, plan *p) {
 
 /* Makes the plan of `key` into *p: runnable, or declined (no descriptors kept). Fails
  * only when cuBLASLt runs out of host memory. */
-static bp_status build_plan(cu_device *dev, cu_blaslt *bl, const plan_key *key, uint64_t hash,
-                            plan *p) {
+static bp_status build_plan(cu_blaslt *bl, const plan_key *key, uint64_t hash, plan *p) {
     memset(p, 0, sizeof *p);
     p->key = *key;
     p->hash = hash;
@@ -285,8 +293,8 @@ static bp_status build_plan(cu_device *dev, cu_blaslt *bl, const plan_key *key, 
         r = make_layout(&p->layout_c, type, key->n, key->m, key->ldc, key->batch, key->stride_c);
     if (r == CUBLAS_STATUS_ALLOC_FAILED) {
         destroy_plan(p);
-        return cu_host->set_error(BP_ERR_OUT_OF_MEMORY, "cuda:%d: matmul: cuBLASLt: %s",
-                                  dev->index, status_name(r));
+        return bl->host->set_error(BP_ERR_OUT_OF_MEMORY, "cuda:%d: matmul: cuBLASLt: %s",
+                                   bl->device_index, status_name(r));
     }
     p->runnable = r == CUBLAS_STATUS_SUCCESS && choose_algorithm(bl, p);
     if (!p->runnable) {
@@ -326,34 +334,30 @@ static plan *free_slot(cu_blaslt *bl) {
 
 /* ---- per device ---- */
 
-/* dev's state, created at the first call (the context is current). NULL without memory. */
-static cu_blaslt *device_state(cu_device *dev) {
-    cu_blaslt *bl = __atomic_load_n(&dev->blaslt, __ATOMIC_ACQUIRE);
-    if (bl)
+/* The device's state (its context current): a handle when cuBLASLt is loaded and
+ * cublasLtCreate works, else none, and every gemm declines. NULL without memory. */
+static void *device_open(const bp_host_services *host, int device_index) {
+    cu_blaslt *bl = calloc(1, sizeof *bl);
+    if (!bl)
+        return NULL;
+    bl->host = host;
+    bl->device_index = device_index;
+    pthread_mutex_init(&bl->lock, NULL);
+    if (!library_loaded(host))
         return bl;
-    pthread_mutex_lock(&dev->lock);
-    bl = dev->blaslt;
-    if (!bl && (bl = calloc(1, sizeof *bl)) != NULL) {
-        pthread_mutex_init(&bl->lock, NULL);
-        cublasStatus_t r = lt.cublasLtCreate(&bl->handle);
-        if (r != CUBLAS_STATUS_SUCCESS) {
-            bl->handle = NULL;
-            snprintf(bl->status, sizeof bl->status, "%s: cublasLtCreate failed: %s", lt.status,
-                     status_name(r));
-            cu_host->log(BP_LOG_WARN, CU_NAME, "cuda:%d: %s; matmul runs on the plugin's kernels",
-                         dev->index, bl->status);
-        }
-        __atomic_store_n(&dev->blaslt, bl, __ATOMIC_RELEASE);
+    cublasStatus_t r = lt.cublasLtCreate(&bl->handle);
+    if (r != CUBLAS_STATUS_SUCCESS) {
+        bl->handle = NULL;
+        snprintf(bl->status, sizeof bl->status, "%s: cublasLtCreate failed: %s", lt.status,
+                 status_name(r));
+        host->log(BP_LOG_WARN, CU_NAME, "cuda:%d: %s; matmul runs on the plugin's kernels",
+                  device_index, bl->status);
     }
-    pthread_mutex_unlock(&dev->lock);
     return bl;
 }
 
-void cu_blaslt_destroy(cu_device *dev) {
-    cu_blaslt *bl = dev->blaslt;
-    if (!bl)
-        return;
-    dev->blaslt = NULL;
+static void device_close(void *state) {
+    cu_blaslt *bl = state;
     if (bl->handle) {
         for (int i = 0; i < PLAN_SLOTS; i++)
             destroy_plan(&bl->plans[i]);
@@ -367,7 +371,7 @@ void cu_blaslt_destroy(cu_device *dev) {
 
 /* Whether cuBLASLt can express g: sizes in its int32 range, each operand's leading dim
  * at least its stored row, non-negative batch strides. */
-static bool expressible(const cu_gemm *g) {
+static bool expressible(const gpu_gemm *g) {
     int64_t limit = INT32_MAX;
     if (g->dtype != BP_DTYPE_F32 && g->dtype != BP_DTYPE_F16 && g->dtype != BP_DTYPE_BF16)
         return false;
@@ -380,7 +384,7 @@ static bool expressible(const cu_gemm *g) {
     return g->batch == 1 || (g->stride_a >= 0 && g->stride_b >= 0 && g->stride_c >= 0);
 }
 
-static plan_key key_of(const cu_gemm *g) {
+static plan_key key_of(const gpu_gemm *g) {
     size_t esize = g->dtype == BP_DTYPE_F32 ? 4 : 2;
     bool batched = g->batch > 1;
     plan_key key;
@@ -404,38 +408,34 @@ static plan_key key_of(const cu_gemm *g) {
     return key;
 }
 
-static bp_status run_plan(cu_stream *s, cu_blaslt *bl, const plan *p, const cu_gemm *g) {
+static bp_status run_plan(gpu_stream *s, cu_blaslt *bl, const plan *p, const gpu_gemm *g) {
     if (!p->runnable)
         return BP_ERR_UNSUPPORTED;
     void *workspace = NULL;
     size_t workspace_size = 0;
     if (p->workspace > 0) {
-        bp_status st = cu_stream_workspace(s, CU_WORKSPACE_BYTES, &workspace);
+        bp_status st = gpu_stream_workspace(s, GPU_WORKSPACE_BYTES, &workspace);
         if (st != BP_OK)
             return st;
-        workspace_size = CU_WORKSPACE_BYTES;
+        workspace_size = GPU_WORKSPACE_BYTES;
     }
     static const float one = 1.0f, zero = 0.0f;
     cublasStatus_t r = lt.cublasLtMatmul(bl->handle, p->op, &one, g->b, p->layout_b, g->a,
                                          p->layout_a, &zero, g->c, p->layout_c, g->c,
                                          p->layout_c, &p->algo, workspace, workspace_size,
-                                         s->handle);
+                                         (cudaStream_t)gpu_stream_handle(s));
     if (r != CUBLAS_STATUS_SUCCESS)
-        return cu_host->set_error(BP_ERR_BACKEND, "cuda:%d: matmul: cublasLtMatmul failed: %s",
-                                  s->device->index, status_name(r));
-    return cu_stream_enqueued(s);
+        return bl->host->set_error(BP_ERR_BACKEND, "cuda:%d: matmul: cublasLtMatmul failed: %s",
+                                   bl->device_index, status_name(r));
+    return gpu_stream_enqueued(s);
 }
 
-bp_status cu_blaslt_gemm(cu_stream *s, const cu_gemm *g) {
-    cu_device *dev = s->device;
-    if (!library_loaded() || !expressible(g))
+/* The provider's gemm (gpu_driver.h): the device's context is current. */
+static bp_status gemm(void *state, gpu_stream *s, const gpu_gemm *g) {
+    cu_blaslt *bl = state;
+    if (!bl->handle || !expressible(g))
         return BP_ERR_UNSUPPORTED;
-    bp_status st = cu_enter(dev);
-    if (st != BP_OK)
-        return st;
-    cu_blaslt *bl = device_state(dev);
-    if (!bl || !bl->handle)
-        return BP_ERR_UNSUPPORTED;
+    bp_status st;
     plan_key key = key_of(g);
     uint64_t hash = key_hash(&key);
 
@@ -449,7 +449,7 @@ bp_status cu_blaslt_gemm(cu_stream *s, const cu_gemm *g) {
 
     plan fresh; /* a plan made now: moved into the table, or run once when it is full */
     if (!p) {
-        if ((st = build_plan(dev, bl, &key, hash, &fresh)) != BP_OK)
+        if ((st = build_plan(bl, &key, hash, &fresh)) != BP_OK)
             return st;
         pthread_mutex_lock(&bl->lock);
         if ((p = find_plan(bl, &key, hash)) != NULL) { /* another thread made it meanwhile */
@@ -475,3 +475,9 @@ bp_status cu_blaslt_gemm(cu_stream *s, const cu_gemm *g) {
     pthread_mutex_unlock(&bl->lock);
     return st;
 }
+
+const gpu_gemm_provider cu_blaslt_provider = {
+    .device_open = device_open,
+    .device_close = device_close,
+    .gemm = gemm,
+};

@@ -7,13 +7,19 @@
  *               clone on x86-64 (this file; the only path elsewhere);
  *   avx512      16-lane AVX-512 vectors, 8 x 32 f32 tiles (ops/cpu/sdpa_avx512.c);
  *   avx512bf16  bf16 inputs kept in bf16, both products with VDPBF16PS, P rounded to
- *               bf16 for P V, f32 accumulation (ops/cpu/sdpa_avx512bf16.c).
- * f16 and bf16 without avx512bf16 are converted to f32 block by block. See ops/sdpa.c
- * for the score order. */
+ *               bf16 for P V, f32 accumulation (ops/cpu/sdpa_avx512bf16.c);
+ *   amx         as avx512bf16, the products on AMX tiles (ops/cpu/sdpa_amx.c); Linux
+ *               must grant the process the tile data first (arch_prctl, once).
+ * auto takes the first the CPU has from amx down. f16 and bf16 without avx512bf16 (or
+ * amx) are converted to f32 block by block. See ops/sdpa.c for the score order. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "ops_internal.h"
 #include "simd.h"
@@ -32,54 +38,97 @@
 static sdpa_path chosen_path = SDPA_PATH_GENERIC;
 static pthread_once_t path_once = PTHREAD_ONCE_INIT;
 
+/* cpu_lacks's answer for a CPU without the path's instructions. */
+static const char LACKS[] = "this CPU lacks the instructions";
+
 #if defined(__x86_64__)
-static bool cpu_has(sdpa_path path) {
+/* Linux's arch_prctl request for an extended state component, and AMX's tile data. */
+enum { REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+
+/* Asks Linux, once per process, to give every thread's saved state room for the AMX
+ * tile data (without it the first tile instruction kills the process). NULL when
+ * granted, else why not. Called under path_once. */
+static const char *amx_refused(void) {
+    static bool asked;
+    static char why[96];
+    if (!asked) {
+        asked = true;
+        if (syscall(SYS_arch_prctl, REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0)
+            snprintf(why, sizeof why, "Linux refused the AMX tile data (arch_prctl: %s)",
+                     strerror(errno));
+    }
+    return why[0] ? why : NULL;
+}
+
+/* Why this CPU cannot run path, or NULL. */
+static const char *cpu_lacks(sdpa_path path) {
     __builtin_cpu_init();
     bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
                   __builtin_cpu_supports("fma");
+    bool avx512bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
     switch (path) {
+    case SDPA_PATH_AMX:
+        if (!avx512bf16 || !__builtin_cpu_supports("amx-tile") ||
+            !__builtin_cpu_supports("amx-bf16"))
+            return LACKS;
+        return amx_refused();
     case SDPA_PATH_AVX512BF16:
-        return avx512 && __builtin_cpu_supports("avx512bf16");
+        return avx512bf16 ? NULL : LACKS;
     case SDPA_PATH_AVX512:
-        return avx512;
+        return avx512 ? NULL : LACKS;
     default:
-        return true;
+        return NULL;
     }
 }
 #else
-static bool cpu_has(sdpa_path path) { return path == SDPA_PATH_GENERIC; }
+static const char *cpu_lacks(sdpa_path path) {
+    return path == SDPA_PATH_GENERIC ? NULL : LACKS;
+}
 #endif
 
 /* BP_CPU_SDPA, read once; secure_getenv, as it chooses code. */
 static void read_path(void) {
-    static const char *const names[] = {"generic", "avx512", "avx512bf16"};
+    static const char *const names[] = {"generic", "avx512", "avx512bf16", "amx"};
+    const int n_paths = sizeof names / sizeof names[0];
     const char *value = secure_getenv("BP_CPU_SDPA");
     int asked = -1; /* -1: auto */
+    bool warned = false;
     if (value && *value && strcmp(value, "auto") != 0) {
-        for (int p = 0; p < 3; p++)
+        for (int p = 0; p < n_paths; p++)
             if (strcmp(value, names[p]) == 0)
                 asked = p;
+        const char *why = asked >= 0 ? cpu_lacks((sdpa_path)asked) : NULL;
         if (asked < 0)
-            bp_log(BP_LOG_WARN, "sdpa", "BP_CPU_SDPA='%s' is not one of auto, avx512bf16, avx512, "
-                   "generic; using auto", value);
-        else if (!cpu_has((sdpa_path)asked)) {
-            bp_log(BP_LOG_WARN, "sdpa", "BP_CPU_SDPA=%s: this CPU lacks the instructions; using "
-                   "auto", value);
+            bp_log(BP_LOG_WARN, "sdpa", "BP_CPU_SDPA='%s' is not one of auto, amx, avx512bf16, "
+                   "avx512, generic; using auto", value);
+        else if (why) {
+            bp_log(BP_LOG_WARN, "sdpa", "BP_CPU_SDPA=%s: %s; using auto", value, why);
             asked = -1;
+            warned = true;
         }
     }
-    if (asked >= 0)
+    if (asked >= 0) {
         chosen_path = (sdpa_path)asked;
-    else
-        chosen_path = cpu_has(SDPA_PATH_AVX512BF16) ? SDPA_PATH_AVX512BF16
-                      : cpu_has(SDPA_PATH_AVX512) ? SDPA_PATH_AVX512 : SDPA_PATH_GENERIC;
+    } else {
+        /* auto: the first the CPU has, from the last name down. */
+        chosen_path = SDPA_PATH_GENERIC;
+        for (int p = n_paths - 1; p > 0 && chosen_path == SDPA_PATH_GENERIC; p--)
+            if (!cpu_lacks((sdpa_path)p))
+                chosen_path = (sdpa_path)p;
+        /* A CPU with AMX whose kernel refused the tile data: said once (here, unless
+         * the warning above said it). */
+        const char *amx_why = cpu_lacks(SDPA_PATH_AMX);
+        if (!warned && amx_why && amx_why != LACKS)
+            bp_log(BP_LOG_WARN, "sdpa", "cpu sdpa: %s; using %s", amx_why, names[chosen_path]);
+    }
     bp_log(BP_LOG_INFO, "sdpa", "cpu sdpa path: %s", names[chosen_path]);
 }
 
 sdpa_path bp_cpu_sdpa_path(bp_dtype dt) {
     pthread_once(&path_once, read_path);
-    if (chosen_path == SDPA_PATH_AVX512BF16 && dt != BP_DTYPE_BF16)
+    if ((chosen_path == SDPA_PATH_AMX || chosen_path == SDPA_PATH_AVX512BF16) &&
+        dt != BP_DTYPE_BF16)
         return SDPA_PATH_AVX512;
     return chosen_path;
 }
@@ -139,6 +188,9 @@ static void sdpa(const bp_kernel_call *call) {
     sdpa_path path = bp_cpu_sdpa_path(j.dt);
 #if defined(__x86_64__)
     switch (path) {
+    case SDPA_PATH_AMX:
+        range = bp_cpu_sdpa_range_amx;
+        break;
     case SDPA_PATH_AVX512BF16:
         range = bp_cpu_sdpa_range_avx512bf16;
         break;

@@ -33,8 +33,6 @@
 
 typedef float vf16 __attribute__((vector_size(64), aligned(4)));
 typedef int32_t vi16 __attribute__((vector_size(64), aligned(4)));
-typedef uint32_t vu16 __attribute__((vector_size(64), aligned(4)));
-typedef uint16_t vh16 __attribute__((vector_size(32), aligned(2)));
 
 #define VL 16
 #define VF vf16
@@ -42,6 +40,7 @@ typedef uint16_t vh16 __attribute__((vector_size(32), aligned(2)));
 #define VSPLAT(x) ((vf16){0} + (x))
 #define VLANES ((vi16){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 #include "sdpa_flash.h"
+#include "sdpa_bf16_pairs.h"
 
 enum { BF_MR = 8, BF_NR = 32, BK2 = BK / 2 };
 
@@ -87,14 +86,6 @@ INLINE void tile_bf16_8x32(int64_t kd2, const uint32_t *a, int64_t lda, const ui
     ROW_STORE(5);
     ROW_STORE(6);
     ROW_STORE(7);
-}
-
-/* Element x of a bf16 row at row with element stride stride, 0 past n. */
-static inline uint32_t bf16_at(const char *row, int64_t x, int64_t n, int64_t stride) {
-    uint16_t h = 0;
-    if (x < n)
-        memcpy(&h, row + (size_t)(x * stride) * 2, 2);
-    return h;
 }
 
 /* f32 lanes rounded to bf16 bits, to nearest even, in the low halves; NaN stays NaN
@@ -155,18 +146,20 @@ INLINE void transpose_8x8(const char *const rows[8], int64_t p, uint32_t *out) {
 }
 
 /* Key rows j0 .. j0 + bk - 1 into kp's panels (keys past bk zero), and their values,
- * paired, into vp (an odd bk's last pair gets a zero row: its probability is 0, and 0
- * times a stale Inf is NaN). */
-static void pack_kv(const sdpa_job *j, bf16_scratch *w, const char *k, const char *v,
-                    int64_t j0, int64_t bk, int64_t d2, int64_t dp) {
-    int64_t d = j->d;
+ * paired, into vp (sdpa_bf16_pairs.h), then S^T = K Q^T in 8 x 32 tiles. Key rows bk ..
+ * bk_mr hold stale values: their scores are never read. */
+static void bf16_scores(void *ws, const sdpa_job *j, const flash_task *t, int64_t j0,
+                        int64_t bk) {
+    bf16_scratch *w = ws;
+    int64_t d = j->d, d2 = (d + 1) / 2, dp = (d + BF_NR - 1) / BF_NR * BF_NR;
+    int64_t bk_mr = (bk + BF_MR - 1) / BF_MR * BF_MR, bq_nr = (t->bq + BF_NR - 1) / BF_NR * BF_NR;
     /* Rows whose pairs lie in memory as words go 8 x 8 words at a time. */
     bool words = j->ks[3] == 1 && d % 2 == 0;
     for (int64_t c0 = 0; c0 < bk; c0 += BF_MR) {
         uint32_t *panel = w->kp + c0 * d2;
         const char *rows[BF_MR];
         for (int r = 0; r < BF_MR; r++)
-            rows[r] = c0 + r < bk ? k + (size_t)((j0 + c0 + r) * j->ks[2]) * 2 : NULL;
+            rows[r] = c0 + r < bk ? t->k + (size_t)((j0 + c0 + r) * j->ks[2]) * 2 : NULL;
         int64_t p = 0;
         if (words && c0 + BF_MR <= bk)
             for (; p + 8 <= d2; p += 8)
@@ -177,24 +170,11 @@ static void pack_kv(const sdpa_job *j, bf16_scratch *w, const char *k, const cha
                                                      bf16_at(rows[r], 2 * p + 1, d, j->ks[3]) << 16
                                                : 0u;
     }
-    for (int64_t c = 0; c < bk; c += 2) {
-        const char *even = v + (size_t)((j0 + c) * j->vs[2]) * 2;
-        const char *odd = c + 1 < bk ? v + (size_t)((j0 + c + 1) * j->vs[2]) * 2 : NULL;
-        uint32_t *vw = w->vp + c / 2 * dp;
-        int64_t x = 0;
-        if (j->vs[3] == 1 && odd)
-            for (; x + 16 <= d; x += 16) {
-                vh16 lo, hi;
-                memcpy(&lo, even + x * 2, sizeof lo);
-                memcpy(&hi, odd + x * 2, sizeof hi);
-                vu16 word = __builtin_convertvector(lo, vu16) |
-                            __builtin_convertvector(hi, vu16) << 16;
-                memcpy(vw + x, &word, sizeof word);
-            }
-        for (; x < d; x++)
-            vw[x] = bf16_at(even, x, d, j->vs[3]) |
-                    (odd ? bf16_at(odd, x, d, j->vs[3]) << 16 : 0u);
-    }
+    for (int64_t c = 0; c < bk; c += 2)
+        pack_v_pair(j, t, w->vp + c / 2 * dp, j0, c, bk);
+    for (int64_t c = 0; c < bk_mr; c += BF_MR)
+        for (int64_t r = 0; r < bq_nr; r += BF_NR)
+            tile_bf16_8x32(d2, w->kp + c * d2, BF_MR, w->qp + r, BQ, w->s.st + c * BQ + r, BQ, 0);
 }
 
 /* Probabilities of keys 0 .. bk - 1 (st, f32) into pp as bf16 pairs, query lanes below
@@ -209,50 +189,21 @@ INLINE void pack_p(bf16_scratch *w, int64_t bk, int64_t lanes) {
         }
 }
 
-/* One (batch, head, query block) task. */
-static void bf16_task(const sdpa_job *j, bf16_scratch *w, int64_t task) {
-    int64_t qb = task % j->qblocks, bh = task / j->qblocks;
-    int64_t b = bh / j->heads, h = bh % j->heads, hk = h / j->group;
-    int64_t i0 = qb * BQ, bq = j->sq - i0 < BQ ? j->sq - i0 : BQ;
-    int64_t d = j->d, d2 = (d + 1) / 2, dp = (d + BF_NR - 1) / BF_NR * BF_NR;
-    int64_t bq_mr = (bq + BF_MR - 1) / BF_MR * BF_MR;
-    int64_t bq_nr = (bq + BF_NR - 1) / BF_NR * BF_NR;
-    const char *q = j->q + (size_t)(b * j->qs[0] + h * j->qs[1]) * 2;
-    const char *k = j->k + (size_t)(b * j->ks[0] + hk * j->ks[1]) * 2;
-    const char *v = j->v + (size_t)(b * j->vs[0] + hk * j->vs[1]) * 2;
-    float slope = j->alibi ? j->alibi[h * j->alibi_stride] : 0.0f;
+static void bf16_queries(void *ws, const sdpa_job *j, const flash_task *t) {
+    bf16_scratch *w = ws;
+    pack_q_pairs(j, t, w->qp, (t->bq + BF_NR - 1) / BF_NR * BF_NR);
+}
 
-    /* Query columns past bq are zero; their lanes are computed and never stored. */
-    for (int64_t r = 0; r < bq_nr; r++) {
-        const char *qrow = q + (size_t)((i0 + r) * j->qs[2]) * 2;
-        for (int64_t p = 0; p < d2; p++)
-            w->qp[p * BQ + r] = r < bq ? bf16_at(qrow, 2 * p, d, j->qs[3]) |
-                                             bf16_at(qrow, 2 * p + 1, d, j->qs[3]) << 16
-                                       : 0u;
-    }
-    for (int64_t r = 0; r < BQ; r++)
-        w->s.m[r] = -INFINITY, w->s.l[r] = 0;
-    memset(w->o, 0, (size_t)(bq_mr * dp) * sizeof *w->o);
-
-    int64_t lo, hi;
-    visible_keys(j, i0, bq, &lo, &hi);
-    for (int64_t j0 = lo; j0 < hi; j0 += BK) {
-        int64_t bk = hi - j0 < BK ? hi - j0 : BK, bk_mr = (bk + BF_MR - 1) / BF_MR * BF_MR;
-        pack_kv(j, w, k, v, j0, bk, d2, dp);
-        /* Key rows bk .. bk_mr hold stale values: their scores are never read. */
-        for (int64_t c = 0; c < bk_mr; c += BF_MR)
-            for (int64_t r = 0; r < bq_nr; r += BF_NR)
-                tile_bf16_8x32(d2, w->kp + c * d2, BF_MR, w->qp + r, BQ, w->s.st + c * BQ + r,
-                               BQ, 0);
-        softmax_block(j, &w->s, i0, bq, j0, bk, slope, j->scale);
-        rescale_rows(&w->s, w->o, bq, dp);
-        pack_p(w, bk, (bq_mr + 15) / 16 * 16);
-        for (int64_t r = 0; r < bq_mr; r += BF_MR)
-            for (int64_t x = 0; x < dp; x += BF_NR)
-                tile_bf16_8x32((bk + 1) / 2, w->pp + r, BQ, w->vp + x, dp, w->o + r * dp + x,
-                               dp, 1);
-    }
-    store_rows(j, &w->s, w->o, dp, b, h, i0, bq);
+/* O += P V, P rounded to bf16. */
+static void bf16_values(void *ws, const sdpa_job *j, const flash_task *t, int64_t j0,
+                        int64_t bk) {
+    (void)j0;
+    bf16_scratch *w = ws;
+    int64_t dp = (j->d + BF_NR - 1) / BF_NR * BF_NR, bq_mr = (t->bq + BF_MR - 1) / BF_MR * BF_MR;
+    pack_p(w, bk, (bq_mr + 15) / 16 * 16);
+    for (int64_t r = 0; r < bq_mr; r += BF_MR)
+        for (int64_t x = 0; x < dp; x += BF_NR)
+            tile_bf16_8x32((bk + 1) / 2, w->pp + r, BQ, w->vp + x, dp, w->o + r * dp + x, dp, 1);
 }
 
 void bp_cpu_sdpa_range_avx512bf16(void *ctx, int64_t begin, int64_t end) {
@@ -267,7 +218,7 @@ void bp_cpu_sdpa_range_avx512bf16(void *ctx, int64_t begin, int64_t end) {
     bf16_scratch w;
     bf16_scratch_carve(&w, mem, d2, dp);
     for (int64_t t = begin; t < end; t++)
-        bf16_task(j, &w, t);
+        flash_run(j, t, &w, &w.s, w.o, dp, j->scale, bf16_queries, bf16_scores, bf16_values);
     free(mem);
 }
 #endif

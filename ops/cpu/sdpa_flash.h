@@ -4,8 +4,8 @@
  * defines:
  *   VL          lanes of VF (8 or 16), VF and VI the GNU C float and int32 vectors,
  *   VSPLAT(x)   a VF of x in every lane, VLANES a VI of 0 .. VL - 1,
- * and, for the f32 task (sdpa_range_f32; ops/cpu/sdpa_avx512bf16.c takes only the
- * softmax and the helpers):
+ * and, for the f32 task (sdpa_range_f32; the bf16 paths, ops/cpu/sdpa_avx512bf16.c and
+ * sdpa_amx.c, take the softmax and the task loop flash_run with kernels of their own):
  *   MR, NR      the tile's rows and columns, NR a multiple of VL dividing SDPA_BQ,
  *   TILE(...)   the tile product, with simd.h's tile_4x16 arguments,
  *   TASK_ATTR   attributes of the task function (SIMD_CLONES, or nothing).
@@ -96,13 +96,13 @@ static inline void visible_keys(const sdpa_job *j, int64_t i0, int64_t bq, int64
         *lo = i0 - j->window + 1;
 }
 
-/* O's rows times this block's corr, before P V adds to them. */
+/* O's rows times this block's corr, before P V adds to them (dp: a multiple of VL). */
 INLINE void rescale_rows(const softmax_state *w, float *o, int64_t bq, int64_t dp) {
     for (int64_t r = 0; r < bq; r++) {
         float corr = w->corr[r], *orow = o + r * dp;
         if (corr != 1.0f)
-            for (int64_t x = 0; x < dp; x++)
-                orow[x] *= corr;
+            for (int64_t x = 0; x < dp; x += VL)
+                *(VF *)(orow + x) *= corr;
     }
 }
 
@@ -117,6 +117,58 @@ static inline void store_rows(const sdpa_job *j, const softmax_state *w, float *
             orow[x] *= inv;
         bp_store_f32(out + (size_t)((i0 + r) * j->os[2]) * j->esize, j->dt, j->os[3], orow, j->d);
     }
+}
+
+/* Where task number task of job j lies: (batch b, head h, query rows i0 .. i0 + bq - 1),
+ * element 0 of its queries and of its keys and values (head h / group), ALiBi's slope. */
+typedef struct flash_task {
+    int64_t b, h, i0, bq;
+    const char *q, *k, *v;
+    float slope;
+} flash_task;
+
+INLINE flash_task flash_task_at(const sdpa_job *j, int64_t task) {
+    int64_t qb = task % j->qblocks, bh = task / j->qblocks;
+    flash_task t = {.b = bh / j->heads, .h = bh % j->heads, .i0 = qb * BQ};
+    int64_t hk = t.h / j->group;
+    t.bq = j->sq - t.i0 < BQ ? j->sq - t.i0 : BQ;
+    t.q = j->q + (size_t)(t.b * j->qs[0] + t.h * j->qs[1]) * j->esize;
+    t.k = j->k + (size_t)(t.b * j->ks[0] + hk * j->ks[1]) * j->esize;
+    t.v = j->v + (size_t)(t.b * j->vs[0] + hk * j->vs[1]) * j->esize;
+    t.slope = j->alibi ? j->alibi[t.h * j->alibi_stride] : 0.0f;
+    return t;
+}
+
+/* A path's kernels, called by flash_run with the path's scratch w:
+ *   queries   packs the task's queries;
+ *   scores    writes the scores of keys j0 .. j0 + bk - 1 into s->st ([BK][BQ]);
+ *   values    adds P V of those keys (s->st's probabilities) to O. */
+typedef void flash_queries_fn(void *w, const sdpa_job *j, const flash_task *t);
+typedef void flash_block_fn(void *w, const sdpa_job *j, const flash_task *t, int64_t j0,
+                            int64_t bk);
+
+/* One task, the loop every path shares: O ([BQ][dp] f32, rows past bq free for the
+ * path's tiles) and s start empty; each visible key block gets its scores, the online
+ * softmax step (scores times score_scale), O's rescale and P V; then O / l is stored.
+ * Inlined into each path, so the kernels are too. */
+INLINE void flash_run(const sdpa_job *j, int64_t task, void *w, const softmax_state *s, float *o,
+                      int64_t dp, float score_scale, flash_queries_fn *queries,
+                      flash_block_fn *scores, flash_block_fn *values) {
+    flash_task t = flash_task_at(j, task);
+    queries(w, j, &t);
+    for (int64_t r = 0; r < BQ; r++)
+        s->m[r] = -INFINITY, s->l[r] = 0;
+    memset(o, 0, (size_t)(BQ * dp) * sizeof *o);
+    int64_t lo, hi;
+    visible_keys(j, t.i0, t.bq, &lo, &hi);
+    for (int64_t j0 = lo; j0 < hi; j0 += BK) {
+        int64_t bk = hi - j0 < BK ? hi - j0 : BK;
+        scores(w, j, &t, j0, bk);
+        softmax_block(j, s, t.i0, t.bq, j0, bk, t.slope, score_scale);
+        rescale_rows(s, o, t.bq, dp);
+        values(w, j, &t, j0, bk);
+    }
+    store_rows(j, s, o, dp, t.b, t.h, t.i0, t.bq);
 }
 
 #ifdef TILE
@@ -146,51 +198,51 @@ static void scratch_carve(scratch *w, float *mem, int64_t d, int64_t dp) {
     w->row = w->s.corr + BQ;
 }
 
+/* Q^T, scaled, and zero in columns bq .. (their lanes are computed, never stored). */
+INLINE void f32_queries(void *ws, const sdpa_job *j, const flash_task *t) {
+    scratch *w = ws;
+    int64_t d = j->d, bq_nr = (t->bq + NR - 1) / NR * NR;
+    for (int64_t r = 0; r < bq_nr; r++) {
+        if (r < t->bq)
+            bp_load_f32(w->row, t->q + (size_t)((t->i0 + r) * j->qs[2]) * j->esize, j->dt, d,
+                        j->qs[3]);
+        for (int64_t x = 0; x < d; x++)
+            w->qt[x * BQ + r] = r < t->bq ? w->row[x] * j->scale : 0.0f;
+    }
+}
+
+/* Keys and values j0 .. j0 + bk - 1 in f32, and S^T = K Q^T. */
+INLINE void f32_scores(void *ws, const sdpa_job *j, const flash_task *t, int64_t j0, int64_t bk) {
+    scratch *w = ws;
+    int64_t d = j->d, dp = (d + NR - 1) / NR * NR;
+    int64_t bk_mr = (bk + MR - 1) / MR * MR, bq_nr = (t->bq + NR - 1) / NR * NR;
+    for (int64_t c = 0; c < bk; c++) {
+        bp_load_f32(w->k + c * d, t->k + (size_t)((j0 + c) * j->ks[2]) * j->esize, j->dt, d,
+                    j->ks[3]);
+        bp_load_f32(w->v + c * dp, t->v + (size_t)((j0 + c) * j->vs[2]) * j->esize, j->dt, d,
+                    j->vs[3]);
+    }
+    /* Key rows bk .. bk_mr hold stale finite values: their scores are never read. */
+    for (int64_t c = 0; c < bk_mr; c += MR)
+        for (int64_t r = 0; r < bq_nr; r += NR)
+            TILE(d, w->k + c * d, d, 1, w->qt + r, BQ, w->s.st + c * BQ + r, BQ, 0);
+}
+
+/* O += P V. */
+INLINE void f32_values(void *ws, const sdpa_job *j, const flash_task *t, int64_t j0, int64_t bk) {
+    (void)j0;
+    scratch *w = ws;
+    int64_t dp = (j->d + NR - 1) / NR * NR, bq_mr = (t->bq + MR - 1) / MR * MR;
+    for (int64_t r = 0; r < bq_mr; r += MR)
+        for (int64_t x = 0; x < dp; x += NR)
+            TILE(bk, w->s.st + r, 1, BQ, w->v + x, dp, w->o + r * dp + x, dp, 1);
+}
+
 /* One (batch, head, query block) task. */
 TASK_ATTR
 static void sdpa_task(const sdpa_job *j, scratch *w, int64_t task) {
-    int64_t qb = task % j->qblocks, bh = task / j->qblocks;
-    int64_t b = bh / j->heads, h = bh % j->heads, hk = h / j->group;
-    int64_t i0 = qb * BQ, bq = j->sq - i0 < BQ ? j->sq - i0 : BQ;
-    int64_t d = j->d, dp = (d + NR - 1) / NR * NR;
-    int64_t bq_mr = (bq + MR - 1) / MR * MR, bq_nr = (bq + NR - 1) / NR * NR;
-    const char *q = j->q + (size_t)(b * j->qs[0] + h * j->qs[1]) * j->esize;
-    const char *k = j->k + (size_t)(b * j->ks[0] + hk * j->ks[1]) * j->esize;
-    const char *v = j->v + (size_t)(b * j->vs[0] + hk * j->vs[1]) * j->esize;
-    float slope = j->alibi ? j->alibi[h * j->alibi_stride] : 0.0f;
-
-    /* Query columns past bq are zero; their lanes are computed and never stored. */
-    for (int64_t r = 0; r < bq_nr; r++) {
-        if (r < bq)
-            bp_load_f32(w->row, q + (size_t)((i0 + r) * j->qs[2]) * j->esize, j->dt, d, j->qs[3]);
-        for (int64_t x = 0; x < d; x++)
-            w->qt[x * BQ + r] = r < bq ? w->row[x] * j->scale : 0.0f;
-    }
-    for (int64_t r = 0; r < BQ; r++)
-        w->s.m[r] = -INFINITY, w->s.l[r] = 0;
-    memset(w->o, 0, (size_t)(bq_mr * dp) * sizeof *w->o);
-
-    int64_t lo, hi;
-    visible_keys(j, i0, bq, &lo, &hi);
-    for (int64_t j0 = lo; j0 < hi; j0 += BK) {
-        int64_t bk = hi - j0 < BK ? hi - j0 : BK, bk_mr = (bk + MR - 1) / MR * MR;
-        for (int64_t c = 0; c < bk; c++) {
-            bp_load_f32(w->k + c * d, k + (size_t)((j0 + c) * j->ks[2]) * j->esize, j->dt, d,
-                        j->ks[3]);
-            bp_load_f32(w->v + c * dp, v + (size_t)((j0 + c) * j->vs[2]) * j->esize, j->dt, d,
-                        j->vs[3]);
-        }
-        /* Key rows bk .. bk_mr hold stale finite values: their scores are never read. */
-        for (int64_t c = 0; c < bk_mr; c += MR)
-            for (int64_t r = 0; r < bq_nr; r += NR)
-                TILE(d, w->k + c * d, d, 1, w->qt + r, BQ, w->s.st + c * BQ + r, BQ, 0);
-        softmax_block(j, &w->s, i0, bq, j0, bk, slope, 1.0f);
-        rescale_rows(&w->s, w->o, bq, dp);
-        for (int64_t r = 0; r < bq_mr; r += MR)
-            for (int64_t x = 0; x < dp; x += NR)
-                TILE(bk, w->s.st + r, 1, BQ, w->v + x, dp, w->o + r * dp + x, dp, 1);
-    }
-    store_rows(j, &w->s, w->o, dp, b, h, i0, bq);
+    flash_run(j, task, w, &w->s, w->o, (j->d + NR - 1) / NR * NR, 1.0f, f32_queries, f32_scores,
+              f32_values);
 }
 
 /* Tasks begin .. end - 1 with one scratch allocation. */

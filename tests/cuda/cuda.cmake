@@ -5,11 +5,21 @@
 # reports as skipped, never as passed. The others run everywhere: the plugin's errors
 # without a driver, with a driver too old for it, with a driver that finds no device,
 # and a build without nvcc.
+# The GPU core (backends/gpu) on its own, linked as a GPU plugin links it, on a driver
+# table of the test's (no GPU, no CUDA): runs everywhere.
+add_executable(test_gpu_core cuda/test_gpu_core.c)
+target_link_libraries(test_gpu_core PRIVATE bp_gpu_core PkgConfig::CMOCKA)
+target_include_directories(test_gpu_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${BP_GPU_KERNELS_DIR})
+target_compile_definitions(test_gpu_core PRIVATE _GNU_SOURCE)
+bp_project_target(test_gpu_core)
+add_test(NAME test_gpu_core COMMAND test_gpu_core)
+set_tests_properties(test_gpu_core PROPERTIES LABELS cuda ENVIRONMENT "BP_GPU_PORTABLE_KERNELS=")
+
 if(NOT TARGET bp_cuda)
   return()
 endif()
 set(bp_cuda_skip ${CMAKE_CURRENT_SOURCE_DIR}/cuda/skip_unless_cuda.sh $<TARGET_FILE:bp-info>)
-set(bp_cuda_env "BP_PLUGIN_PATH=;BP_PLUGINS=;BP_AUTOLOAD=;BP_DEVICE=;BP_CUDA_LIBRARY=;BP_MEMORY_LIMIT_MB=0;BP_TRACE_OPS=;BP_PROFILE=;BP_CPU_FALLBACK=")
+set(bp_cuda_env "BP_PLUGIN_PATH=;BP_PLUGINS=;BP_AUTOLOAD=;BP_DEVICE=;BP_CUDA_LIBRARY=;BP_MEMORY_LIMIT_MB=0;BP_TRACE_OPS=;BP_PROFILE=;BP_CPU_FALLBACK=;BP_GPU_PORTABLE_KERNELS=;FAKE_CUDA_DEVICES=")
 
 # On a GPU: the backend's HAL pieces and regions as graphs (test_cuda.c).
 bp_add_test(test_cuda WRAPPED_BY ${bp_cuda_skip} SOURCES cuda/test_cuda.c test_util.c)
@@ -59,3 +69,21 @@ bp_cuda_info_test(cuda_without_kernels
   "BP_PLUGIN_PATH=${CMAKE_BINARY_DIR}/tests/cuda_nokernels;BP_CUDA_LIBRARY=/nonexistent/libcuda.so.1"
   "\n  cuda +0\\.1\\.0\\+nokernels +1\\.[0-9]+ +loaded +0 [^\n]*cuda_nokernels/libbp_cuda\\.so\n +no devices: [^\n]*built without kernels")
 add_dependencies(bp_fake_libcuda bp_cuda_nokernels)
+# BP_GPU_PORTABLE_KERNELS (the GPU core, read at init): 1 is reported (the log at info
+# here, and each device's description on a GPU); a value that is neither 0 nor 1 is a
+# warning naming it, and the fast paths stay on.
+bp_cuda_info_test(cuda_portable_kernels "BP_CUDA_LIBRARY=$<TARGET_FILE:bp_fake_libcuda>;BP_GPU_PORTABLE_KERNELS=1;BP_LOG=info"
+  "cuda: portable kernels only \\(BP_GPU_PORTABLE_KERNELS=1\\): no NVIDIA-only fast path, no vendor BLAS.*${bp_cuda_row}cuInit failed")
+bp_cuda_info_test(cuda_portable_kernels_bad_value "BP_CUDA_LIBRARY=$<TARGET_FILE:bp_fake_libcuda>;BP_GPU_PORTABLE_KERNELS=yes;BP_LOG=info"
+  "BP_GPU_PORTABLE_KERNELS='yes' is not 0 \\(fast paths\\) or 1 \\(portable kernels only\\); using the fast paths.*${bp_cuda_row}cuInit failed")
+set_tests_properties(cuda_portable_kernels_bad_value PROPERTIES
+  FAIL_REGULAR_EXPRESSION "portable kernels only \\(BP_GPU")
+set_tests_properties(cuda_portable_kernels PROPERTIES FAIL_REGULAR_EXPRESSION "is not 0")
+# The fake driver with one device (FAKE_CUDA_DEVICES=1) under the plugin built without
+# kernels: discovery, open, properties and memory info through the GPU core's driver
+# table, and the device's description saying when portable kernels are on.
+set(bp_cuda_fake_device "BP_PLUGIN_PATH=${CMAKE_BINARY_DIR}/tests/cuda_nokernels;BP_CUDA_LIBRARY=$<TARGET_FILE:bp_fake_libcuda>;FAKE_CUDA_DEVICES=1")
+bp_cuda_info_test(cuda_fake_device "${bp_cuda_fake_device}"
+  "\n  cuda:0 +cuda 0\\.1\\.0\\+nokernels +512/1024 +-5\\.\\.0 +Fake CUDA device \\(sm_90, 4 SMs\\)\n")
+bp_cuda_info_test(cuda_fake_device_portable "${bp_cuda_fake_device};BP_GPU_PORTABLE_KERNELS=1"
+  "\n  cuda:0 +cuda [^\n]*Fake CUDA device \\(sm_90, 4 SMs, portable kernels\\)\n")

@@ -1,4 +1,4 @@
-/* cuda: the kernel of op "matmul" (bp_matmul, ops.h): out[..., M, N] = a[..., M, K] @
+/* gpu: the kernel of op "matmul" (bp_matmul, ops.h): out[..., M, N] = a[..., M, K] @
  * b[..., K, N] after the optional transposes of a's and b's last two dims, batch dims
  * broadcast, any element strides; f32, f16 and bf16, accumulated in f32.
  *
@@ -7,7 +7,8 @@
  * broadcast). Batch dims of size 1 are dropped and neighbouring ones merged where every
  * operand's strides allow, so a contiguous batch is one dim.
  *
- * cuBLASLt first (cu_blaslt.c), when each matrix has a unit stride along one of its dims
+ * The driver's gemm provider first (gpu_driver.h: cuBLASLt for cuda, backends/cuda/
+ * cu_blaslt.c) while fast paths are on, when each matrix has a unit stride along one of its dims
  * (row- or column-major, any leading dim): the innermost batch dim becomes one strided
  * batched gemm, or is folded into m (or n) when b (or a) is broadcast over it and the
  * other two operands' matrices follow each other along m (n), as x[B, S, K] @ w[K, N]
@@ -15,8 +16,11 @@
  * computed as out^T = b^T a^T.
  *
  * The plugin's kernels (kernels/matmul.cu) take everything else in one launch: any
- * strides, every batch dim, k = 0 (zeros). When cuBLASLt declines a gemm (absent,
- * disabled, no algorithm), they take that gemm's items and all later ones. They also
+ * strides, every batch dim, k = 0 (zeros). When the provider declines a gemm (absent,
+ * disabled, no algorithm), they take that gemm's items and all later ones. f16 and
+ * bf16 run on the tensor-core kernels (matmul_*_mma, NVIDIA-only) while fast paths
+ * are on, else on the portable matmul_*_simt kernels, as f32 always does (no
+ * provider then: BP_GPU_PORTABLE_KERNELS=1, or AMD). They also
  * take small problems (SMALL_WORK; when the plugin was built with kernels), which they
  * finish sooner: measured on an H100, one 16^3 to 64^3 product every 4 to 7 us against
  * 6 to 11 through cuBLASLt, whose call alone costs the host 5 to 10 us; from 128^3 on,
@@ -25,13 +29,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cu_internal.h"
+#include "gpu_internal.h"
 #include "matmul_args.h"
 
 _Static_assert(GPU_MATMUL_MAX_BATCH_DIMS == BP_KERNEL_MAX_DIMS - 2,
                "the kernels take every batch dim");
 
-/* Problems of at most this many multiply-adds (items * m * n * k) skip cuBLASLt. */
+/* Problems of at most this many multiply-adds (items * m * n * k) skip the provider. */
 #define SMALL_WORK 262144.0
 
 typedef struct mm_problem {
@@ -110,7 +114,40 @@ static void item_offsets(const mm_problem *p, int ndims, int64_t t, int64_t *oa,
     }
 }
 
-/* ---- cuBLASLt ---- */
+/* ---- the gemm provider (cuBLASLt) ---- */
+
+/* The provider runs only while fast paths are on. */
+static bool provider_usable(const gpu_device *dev) {
+    return dev->fast_paths && dev->drv->gemm;
+}
+
+bp_status gpu_provider_gemm(gpu_stream *s, const gpu_gemm *g) {
+    gpu_device *dev = s->device;
+    const gpu_gemm_provider *provider = dev->drv->gemm;
+    bp_status st = gpu_enter(dev);
+    if (st != BP_OK)
+        return st;
+    void *state = __atomic_load_n(&dev->gemm_state, __ATOMIC_ACQUIRE);
+    if (!state) {
+        pthread_mutex_lock(&dev->lock);
+        state = dev->gemm_state;
+        if (!state) {
+            state = provider->device_open(gpu_host, dev->index);
+            __atomic_store_n(&dev->gemm_state, state, __ATOMIC_RELEASE);
+        }
+        pthread_mutex_unlock(&dev->lock);
+        if (!state)
+            return BP_ERR_UNSUPPORTED;
+    }
+    return provider->gemm(state, s, g);
+}
+
+void gpu_provider_close(gpu_device *dev) {
+    if (!dev->gemm_state)
+        return;
+    dev->drv->gemm->device_close(dev->gemm_state);
+    dev->gemm_state = NULL;
+}
 
 /* How a rows x cols matrix with strides (rs, cs) is a gemm operand: stored row-major
  * with row stride ld (trans 0), or its transpose stored so (trans 1). False when
@@ -137,7 +174,7 @@ static bool gemm_operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int
 /* The gemms of a problem: g is that of outer item 0; outer item t's pointers move by
  * the offsets of item t of the problem's first `nouter` batch dims. */
 typedef struct mm_gemms {
-    cu_gemm g;
+    gpu_gemm g;
     bool swapped;        /* g computes out^T = b^T a^T: its a is our b and its b our a */
     int nouter;
     int64_t outer_items; /* gemm calls */
@@ -145,7 +182,7 @@ typedef struct mm_gemms {
 } mm_gemms;
 
 /* The problem with m x n matrices (the innermost batch dim folded into m or n, or not)
- * and `batch` items of batch strides bsa, bsb, bsc as one gemm, if cuBLASLt's layouts
+ * and `batch` items of batch strides bsa, bsb, bsc as one gemm, if the provider's layouts
  * can express it. */
 static bool gemm_of(const mm_problem *p, int64_t m, int64_t n, int64_t batch, int64_t bsa,
                     int64_t bsb, int64_t bsc, mm_gemms *out) {
@@ -173,7 +210,7 @@ static bool gemm_of(const mm_problem *p, int64_t m, int64_t n, int64_t batch, in
     if (!gemm_operand(m, p->k, sam, sak, &trans_a, &lda) ||
         !gemm_operand(p->k, n, sbk, sbn, &trans_b, &ldb))
         return false;
-    out->g = (cu_gemm){.dtype = p->dtype,
+    out->g = (gpu_gemm){.dtype = p->dtype,
                        .trans_a = trans_a,
                        .trans_b = trans_b,
                        .m = m,
@@ -193,7 +230,7 @@ static bool gemm_of(const mm_problem *p, int64_t m, int64_t n, int64_t batch, in
 }
 
 /* The problem as gemms over its innermost batch dim, looped over the others; false when
- * cuBLASLt's layouts cannot express it. */
+ * the provider's layouts cannot express it. */
 static bool as_gemms(const mm_problem *p, mm_gemms *out) {
     if (p->k == 0)
         return false;
@@ -219,17 +256,17 @@ static bool as_gemms(const mm_problem *p, mm_gemms *out) {
 }
 
 /* Runs the gemms from the first on; *done: the problem items they computed, all unless
- * cuBLASLt declined one. */
-static bp_status run_gemms(cu_stream *s, const mm_problem *p, const mm_gemms *gm,
+ * the provider declined one. */
+static bp_status run_gemms(gpu_stream *s, const mm_problem *p, const mm_gemms *gm,
                            int64_t *done) {
     for (int64_t t = 0; t < gm->outer_items; t++) {
         int64_t oa, ob, oc;
         item_offsets(p, gm->nouter, t, &oa, &ob, &oc);
-        cu_gemm g = gm->g;
+        gpu_gemm g = gm->g;
         g.a = (const char *)g.a + (size_t)(gm->swapped ? ob : oa) * p->esize;
         g.b = (const char *)g.b + (size_t)(gm->swapped ? oa : ob) * p->esize;
         g.c = (char *)g.c + (size_t)oc * p->esize;
-        bp_status st = cu_blaslt_gemm(s, &g);
+        bp_status st = gpu_provider_gemm(s, &g);
         if (st == BP_ERR_UNSUPPORTED)
             return BP_OK;
         if (st != BP_OK)
@@ -243,13 +280,13 @@ static bp_status run_gemms(cu_stream *s, const mm_problem *p, const mm_gemms *gm
 
 /* How the kernels read an operand seen as rows x k with strides (rs, ks): 16 bytes at
  * a time when its k stride is 1 and every row of every item is 16-byte aligned (the
- * tensor-core kernel), else element by element with neighbouring threads along the
- * smaller stride. */
-static int32_t load_mode(const mm_problem *p, const void *base, int64_t rows, int64_t rs,
-                         int64_t ks, const int64_t *bs) {
+ * tensor-core kernel, `mma`), else element by element with neighbouring threads along
+ * the smaller stride (every simt kernel reads so). */
+static int32_t load_mode(const mm_problem *p, bool mma, const void *base, int64_t rows,
+                         int64_t rs, int64_t ks, const int64_t *bs) {
     if (ks != 1 && llabs(ks) >= llabs(rs))
         return GPU_MATMUL_LOAD_ROW_FAST;
-    bool aligned = p->dtype != BP_DTYPE_F32 && (uintptr_t)base % 16 == 0 &&
+    bool aligned = mma && (uintptr_t)base % 16 == 0 &&
                    (rows == 1 || rs % 8 == 0) && ks == 1;
     for (int d = 0; aligned && d < p->nbatch; d++)
         aligned = bs[d] % 8 == 0;
@@ -257,26 +294,26 @@ static int32_t load_mode(const mm_problem *p, const void *base, int64_t rows, in
 }
 
 /* Launches the kernel of p's dtype for items [first, p->items). */
-static bp_status launch_kernels(cu_stream *s, const mm_problem *p, int64_t first) {
-    cu_device *dev = s->device;
-    bool f32 = p->dtype == BP_DTYPE_F32;
-    int64_t tile = f32 ? GPU_MATMUL_SIMT_TILE : GPU_MATMUL_MMA_TILE;
+static bp_status launch_kernels(gpu_stream *s, const mm_problem *p, int64_t first) {
+    gpu_device *dev = s->device;
+    bool mma = p->dtype != BP_DTYPE_F32 && dev->fast_paths;
+    int64_t tile = mma ? GPU_MATMUL_MMA_TILE : GPU_MATMUL_SIMT_TILE;
     int64_t tiles = ((p->m + tile - 1) / tile) * ((p->n + tile - 1) / tile);
     int64_t count = p->items - first;
     int64_t per_z = count < 65535 ? count : 65535;
     int64_t zs = (count + per_z - 1) / per_z;
     if (tiles > INT_MAX || zs > 65535)
-        return cu_host->set_error(BP_ERR_UNSUPPORTED,
-                                  "cuda:%d: matmul: %lld items of %lld x %lld outputs are more "
-                                  "than one launch takes",
-                                  dev->index, (long long)count, (long long)p->m, (long long)p->n);
+        return gpu_error(dev, BP_ERR_UNSUPPORTED,
+                         "matmul: %lld items of %lld x %lld outputs are more than one launch "
+                         "takes",
+                         (long long)count, (long long)p->m, (long long)p->n);
     gpu_matmul_args args = {
         .a = p->a, .b = p->b, .c = p->c,
         .m = p->m, .n = p->n, .k = p->k,
         .sam = p->sam, .sak = p->sak, .sbk = p->sbk, .sbn = p->sbn, .scm = p->scm, .scn = p->scn,
         .item_begin = first, .items = p->items,
-        .load_a = load_mode(p, p->a, p->m, p->sam, p->sak, p->bsa),
-        .load_b = load_mode(p, p->b, p->n, p->sbn, p->sbk, p->bsb),
+        .load_a = load_mode(p, mma, p->a, p->m, p->sam, p->sak, p->bsa),
+        .load_b = load_mode(p, mma, p->b, p->n, p->sbn, p->sbk, p->bsb),
         .nbatch = p->nbatch,
     };
     for (int d = 0; d < p->nbatch; d++) {
@@ -285,25 +322,28 @@ static bp_status launch_kernels(cu_stream *s, const mm_problem *p, int64_t first
         args.bsb[d] = p->bsb[d];
         args.bsc[d] = p->bsc[d];
     }
-    cu_kernel_id kernel = f32                           ? CU_K_matmul_f32_simt
-                          : p->dtype == BP_DTYPE_F16    ? CU_K_matmul_f16_mma
-                                                        : CU_K_matmul_bf16_mma;
-    unsigned threads = f32 ? GPU_MATMUL_SIMT_THREADS : GPU_MATMUL_MMA_THREADS;
+    static const gpu_kernel_id mma_kernels[2] = {GPU_K_matmul_f16_mma, GPU_K_matmul_bf16_mma};
+    static const gpu_kernel_id simt_kernels[3] = {GPU_K_matmul_f32_simt, GPU_K_matmul_f16_simt,
+                                                  GPU_K_matmul_bf16_simt};
+    int half = p->dtype == BP_DTYPE_F16 ? 1 : p->dtype == BP_DTYPE_BF16 ? 2 : 0;
+    gpu_kernel_id kernel = mma ? mma_kernels[half - 1] : simt_kernels[half];
+    unsigned threads = mma ? GPU_MATMUL_MMA_THREADS : GPU_MATMUL_SIMT_THREADS;
     const unsigned grid[3] = {(unsigned)tiles, (unsigned)per_z, (unsigned)zs};
     const unsigned block[3] = {threads, 1, 1};
     void *params[] = {&args};
-    return cu_launch(s, kernel, grid, block, 0, params, "matmul");
+    return gpu_launch(s, kernel, grid, block, 0, params, "matmul");
 }
 
 static bp_status op_matmul(const bp_kernel_call *call) {
-    cu_stream *s = call->stream;
+    gpu_stream *s = call->stream;
     mm_problem p;
     if (!problem_of(call, &p))
         return BP_OK;
     int64_t done = 0;
     mm_gemms gm;
     double work = (double)p.items * (double)p.m * (double)p.n * (double)p.k;
-    if ((work > SMALL_WORK || !cu_have_kernels()) && as_gemms(&p, &gm)) {
+    if (provider_usable(s->device) && (work > SMALL_WORK || !gpu_have_kernels()) &&
+        as_gemms(&p, &gm)) {
         bp_status st = run_gemms(s, &p, &gm, &done);
         if (st != BP_OK || done == p.items)
             return st;
@@ -311,7 +351,7 @@ static bp_status op_matmul(const bp_kernel_call *call) {
     return launch_kernels(s, &p, done);
 }
 
-const cu_op_entry cu_ops_matmul[] = {
+const gpu_op_entry gpu_ops_matmul[] = {
     {"matmul", op_matmul,
      BP_DTYPE_BIT(BP_DTYPE_F32) | BP_DTYPE_BIT(BP_DTYPE_F16) | BP_DTYPE_BIT(BP_DTYPE_BF16)},
     {NULL, NULL, 0},

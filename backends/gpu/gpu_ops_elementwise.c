@@ -1,4 +1,4 @@
-/* cuda: the elementwise family as the host calls it: fill, copy, cat and where (every
+/* gpu: the elementwise family as the host calls it: fill, copy, cat and where (every
  * dtype); add, sub, mul, div, scale, exp, tanh, silu, gelu; sum, max, mean; softmax;
  * rmsnorm, layernorm and rope (f32, f16, bf16); add, sub, mul, sum and max also for i32
  * and i64.
@@ -13,7 +13,7 @@
 
 #include <backplane/kernel_plan.h>
 
-#include "cu_internal.h"
+#include "gpu_internal.h"
 #include "elementwise_args.h"
 
 _Static_assert(GPU_EW_MAX_DIMS == BP_KERNEL_MAX_DIMS && GPU_EW_MAX_OPERANDS == BP_PLAN_MAX_OPERANDS,
@@ -39,41 +39,42 @@ _Static_assert(GPU_EW_F32 == BP_DTYPE_F32 && GPU_EW_F16 == BP_DTYPE_F16 &&
  * ARITH_DTYPES also I32, I64) ---- */
 
 #define BY_FLOAT_DTYPE(prefix)                                                               \
-    {[BP_DTYPE_F32] = CU_K_##prefix##_f32, [BP_DTYPE_F16] = CU_K_##prefix##_f16,            \
-     [BP_DTYPE_BF16] = CU_K_##prefix##_bf16}
+    {[BP_DTYPE_F32] = GPU_K_##prefix##_f32, [BP_DTYPE_F16] = GPU_K_##prefix##_f16,            \
+     [BP_DTYPE_BF16] = GPU_K_##prefix##_bf16}
 #define BY_ARITH_DTYPE(prefix)                                                               \
-    {[BP_DTYPE_F32] = CU_K_##prefix##_f32, [BP_DTYPE_F16] = CU_K_##prefix##_f16,            \
-     [BP_DTYPE_BF16] = CU_K_##prefix##_bf16, [BP_DTYPE_I32] = CU_K_##prefix##_i32,          \
-     [BP_DTYPE_I64] = CU_K_##prefix##_i64}
+    {[BP_DTYPE_F32] = GPU_K_##prefix##_f32, [BP_DTYPE_F16] = GPU_K_##prefix##_f16,            \
+     [BP_DTYPE_BF16] = GPU_K_##prefix##_bf16, [BP_DTYPE_I32] = GPU_K_##prefix##_i32,          \
+     [BP_DTYPE_I64] = GPU_K_##prefix##_i64}
 /* By element size: 1, 2, 4, 8 bytes (size_index). */
-#define BY_SIZE(prefix) {CU_K_##prefix##_1, CU_K_##prefix##_2, CU_K_##prefix##_4, CU_K_##prefix##_8}
+#define BY_SIZE(prefix)                                                                       \
+    {GPU_K_##prefix##_1, GPU_K_##prefix##_2, GPU_K_##prefix##_4, GPU_K_##prefix##_8}
 
-static const cu_kernel_id unary_kernels[3] = BY_FLOAT_DTYPE(ew_unary);
-static const cu_kernel_id binary_kernels[BP_DTYPE_COUNT] = BY_ARITH_DTYPE(ew_binary);
-static const cu_kernel_id reduce_block_kernels[BP_DTYPE_COUNT] = BY_ARITH_DTYPE(ew_reduce_block);
-static const cu_kernel_id reduce_thread_kernels[BP_DTYPE_COUNT] =
+static const gpu_kernel_id unary_kernels[3] = BY_FLOAT_DTYPE(ew_unary);
+static const gpu_kernel_id binary_kernels[BP_DTYPE_COUNT] = BY_ARITH_DTYPE(ew_binary);
+static const gpu_kernel_id reduce_block_kernels[BP_DTYPE_COUNT] = BY_ARITH_DTYPE(ew_reduce_block);
+static const gpu_kernel_id reduce_thread_kernels[BP_DTYPE_COUNT] =
     BY_ARITH_DTYPE(ew_reduce_thread);
-static const cu_kernel_id softmax_block_kernels[3] = BY_FLOAT_DTYPE(ew_softmax_block);
-static const cu_kernel_id norm_kernels[3] = BY_FLOAT_DTYPE(ew_norm);
-static const cu_kernel_id rope_kernels[3] = BY_FLOAT_DTYPE(ew_rope);
-/* [dtype][e]: rows of up to 32 * (8 << e) elements. */
-static const cu_kernel_id softmax_warp_kernels[3][4] = {
-    [BP_DTYPE_F32] = {CU_K_ew_softmax_warp8_f32, CU_K_ew_softmax_warp16_f32,
-                      CU_K_ew_softmax_warp32_f32, CU_K_ew_softmax_warp64_f32},
-    [BP_DTYPE_F16] = {CU_K_ew_softmax_warp8_f16, CU_K_ew_softmax_warp16_f16,
-                      CU_K_ew_softmax_warp32_f16, CU_K_ew_softmax_warp64_f16},
-    [BP_DTYPE_BF16] = {CU_K_ew_softmax_warp8_bf16, CU_K_ew_softmax_warp16_bf16,
-                       CU_K_ew_softmax_warp32_bf16, CU_K_ew_softmax_warp64_bf16},
+static const gpu_kernel_id softmax_block_kernels[3] = BY_FLOAT_DTYPE(ew_softmax_block);
+static const gpu_kernel_id norm_kernels[3] = BY_FLOAT_DTYPE(ew_norm);
+static const gpu_kernel_id rope_kernels[3] = BY_FLOAT_DTYPE(ew_rope);
+/* [dtype][e]: rows of up to warp size * (8 << e) elements. */
+static const gpu_kernel_id softmax_warp_kernels[3][4] = {
+    [BP_DTYPE_F32] = {GPU_K_ew_softmax_warp8_f32, GPU_K_ew_softmax_warp16_f32,
+                      GPU_K_ew_softmax_warp32_f32, GPU_K_ew_softmax_warp64_f32},
+    [BP_DTYPE_F16] = {GPU_K_ew_softmax_warp8_f16, GPU_K_ew_softmax_warp16_f16,
+                      GPU_K_ew_softmax_warp32_f16, GPU_K_ew_softmax_warp64_f16},
+    [BP_DTYPE_BF16] = {GPU_K_ew_softmax_warp8_bf16, GPU_K_ew_softmax_warp16_bf16,
+                       GPU_K_ew_softmax_warp32_bf16, GPU_K_ew_softmax_warp64_bf16},
 };
-static const cu_kernel_id move_kernels[4] = BY_SIZE(ew_move);
-static const cu_kernel_id fill_kernels[4] = BY_SIZE(ew_fill);
-static const cu_kernel_id where_kernels[4] = BY_SIZE(ew_where);
-static const cu_kernel_id convert_kernels[BP_DTYPE_COUNT] = {
-    [BP_DTYPE_F32] = CU_K_ew_convert_f32, [BP_DTYPE_F16] = CU_K_ew_convert_f16,
-    [BP_DTYPE_BF16] = CU_K_ew_convert_bf16, [BP_DTYPE_F64] = CU_K_ew_convert_f64,
-    [BP_DTYPE_I8] = CU_K_ew_convert_i8, [BP_DTYPE_U8] = CU_K_ew_convert_u8,
-    [BP_DTYPE_I32] = CU_K_ew_convert_i32, [BP_DTYPE_I64] = CU_K_ew_convert_i64,
-    [BP_DTYPE_BOOL] = CU_K_ew_convert_bool,
+static const gpu_kernel_id move_kernels[4] = BY_SIZE(ew_move);
+static const gpu_kernel_id fill_kernels[4] = BY_SIZE(ew_fill);
+static const gpu_kernel_id where_kernels[4] = BY_SIZE(ew_where);
+static const gpu_kernel_id convert_kernels[BP_DTYPE_COUNT] = {
+    [BP_DTYPE_F32] = GPU_K_ew_convert_f32, [BP_DTYPE_F16] = GPU_K_ew_convert_f16,
+    [BP_DTYPE_BF16] = GPU_K_ew_convert_bf16, [BP_DTYPE_F64] = GPU_K_ew_convert_f64,
+    [BP_DTYPE_I8] = GPU_K_ew_convert_i8, [BP_DTYPE_U8] = GPU_K_ew_convert_u8,
+    [BP_DTYPE_I32] = GPU_K_ew_convert_i32, [BP_DTYPE_I64] = GPU_K_ew_convert_i64,
+    [BP_DTYPE_BOOL] = GPU_K_ew_convert_bool,
 };
 
 /* ---- helpers ---- */
@@ -103,28 +104,35 @@ static void set_rows(gpu_ew_rows *r, const bp_tensor_desc *out, const bp_tensor_
 }
 
 /* Threads the device runs at once. */
-static int64_t device_threads(const cu_stream *s) {
-    int sms = s->device->info.sm_count;
+static int64_t device_threads(const gpu_stream *s) {
+    int sms = s->device->info.multiprocessors;
     return (int64_t)(sms > 0 ? sms : 1) * THREADS_PER_SM;
 }
 
 /* Enqueues kernel k with `blocks` blocks of `block` threads, the grid capped at WAVES
  * waves of the device (the kernels loop over the rest). */
-static bp_status launch(cu_stream *s, cu_kernel_id k, int64_t blocks, unsigned block, unsigned smem,
-                        void **params, const char *what) {
+static bp_status launch(gpu_stream *s, gpu_kernel_id k, int64_t blocks, unsigned block,
+                        unsigned smem, void **params, const char *what) {
     int64_t cap = device_threads(s) / block * WAVES;
     if (blocks > cap)
         blocks = cap;
     const unsigned grid[3] = {blocks > 0 ? (unsigned)blocks : 1u, 1, 1};
     const unsigned threads[3] = {block, 1, 1};
-    return cu_launch(s, k, grid, threads, smem, params, what);
+    return gpu_launch(s, k, grid, threads, smem, params, what);
+}
+
+/* Lanes of the device's warp (wavefront): 32 on NVIDIA, 32 or 64 on AMD. */
+static unsigned warp_size(const gpu_stream *s) {
+    return (unsigned)s->device->info.warp_size;
 }
 
 /* A launch of `items` independent work items, a thread each; a small count gets one
- * small block. */
-static bp_status launch_items(cu_stream *s, cu_kernel_id k, int64_t items, void **params,
+ * small block (whole warps). */
+static bp_status launch_items(gpu_stream *s, gpu_kernel_id k, int64_t items, void **params,
                               const char *what) {
-    unsigned block = items >= GPU_EW_MAX_BLOCK ? GPU_EW_MAX_BLOCK : (unsigned)(items + 31) / 32 * 32;
+    unsigned w = warp_size(s);
+    unsigned block =
+        items >= GPU_EW_MAX_BLOCK ? GPU_EW_MAX_BLOCK : ((unsigned)items + w - 1) / w * w;
     return launch(s, k, (items + block - 1) / block, block, 0, params, what);
 }
 
@@ -153,9 +161,9 @@ static int64_t map_items(const gpu_ew_layout *l, size_t esize) {
     return (l->numel + per - 1) / per;
 }
 
-/* Threads per block of a row kernel: about 8 elements a thread, 32 to 256. */
-static unsigned row_block(int64_t len) {
-    unsigned block = 32;
+/* Threads per block of a row kernel: about 8 elements a thread, a warp to 256. */
+static unsigned row_block(const gpu_stream *s, int64_t len) {
+    unsigned block = warp_size(s);
     while (block < GPU_EW_MAX_BLOCK && (int64_t)block * 8 < len)
         block *= 2;
     return block;
@@ -170,17 +178,16 @@ static unsigned row_cache_bytes(const gpu_ew_rows *r, int cache) {
 /* ---- fill, copy, cat, where ---- */
 
 static bp_status op_fill(const bp_kernel_call *call) {
-    cu_stream *s = call->stream;
+    gpu_stream *s = call->stream;
     const bp_tensor_desc *out = call->outputs[0];
     if (bp_plugin_numel(out) == 0)
         return BP_OK;
-    if (!BP_HOST_HAS(cu_host, run_reference_kernel))
-        return cu_host->set_error(BP_ERR_UNSUPPORTED,
-                                  "cuda:%d: fill: the host lacks run_reference_kernel (ABI 1.3), "
-                                  "which converts the value",
-                                  s->device->index);
+    if (!BP_HOST_HAS(gpu_host, run_reference_kernel))
+        return gpu_error(s->device, BP_ERR_UNSUPPORTED,
+                         "fill: the host lacks run_reference_kernel (ABI 1.3), which converts "
+                         "the value");
     uint64_t bits; /* the value as the dtype's bits, converted as the cpu backend does */
-    bp_status st = bp_host_fill_bits(cu_host, call, &bits);
+    bp_status st = bp_host_fill_bits(gpu_host, call, &bits);
     if (st != BP_OK)
         return st;
     bp_plan p;
@@ -194,7 +201,7 @@ static bp_status op_fill(const bp_kernel_call *call) {
 }
 
 /* out = in (one dtype), in broadcast to out's shape. */
-static bp_status move(cu_stream *s, const bp_tensor_desc *out, const bp_tensor_desc *in,
+static bp_status move(gpu_stream *s, const bp_tensor_desc *out, const bp_tensor_desc *in,
                       const char *what) {
     if (bp_plugin_numel(out) == 0)
         return BP_OK;
@@ -210,7 +217,7 @@ static bp_status move(cu_stream *s, const bp_tensor_desc *out, const bp_tensor_d
 
 /* copy's kernel is the destination dtype's; the source may be any dtype. */
 static bp_status op_copy(const bp_kernel_call *call) {
-    cu_stream *s = call->stream;
+    gpu_stream *s = call->stream;
     const bp_tensor_desc *out = call->outputs[0], *in = call->inputs[0];
     if (in->dtype == out->dtype)
         return move(s, out, in, "copy");
@@ -237,7 +244,7 @@ static bp_status op_cat(const bp_kernel_call *call) {
 
 /* out = cond ? a : b: the kernel moves elements, so one per element size. */
 static bp_status op_where(const bp_kernel_call *call) {
-    cu_stream *s = call->stream;
+    gpu_stream *s = call->stream;
     const bp_tensor_desc *out = call->outputs[0];
     if (bp_plugin_numel(out) == 0)
         return BP_OK;
@@ -248,14 +255,14 @@ static bp_status op_where(const bp_kernel_call *call) {
     void *o = out->data, *c = call->inputs[0]->data, *x = call->inputs[1]->data,
          *y = call->inputs[2]->data;
     void *params[] = {&o, &c, &x, &y, &l};
-    return launch_items(s, where_kernels[size_index(bp_plugin_dtype_size(out->dtype))], l.numel, params,
-                        "where");
+    return launch_items(s, where_kernels[size_index(bp_plugin_dtype_size(out->dtype))], l.numel,
+                        params, "where");
 }
 
 /* ---- arithmetic and activations ---- */
 
 static bp_status unary(const bp_kernel_call *call, int op, float param) {
-    cu_stream *s = call->stream;
+    gpu_stream *s = call->stream;
     const bp_tensor_desc *out = call->outputs[0];
     if (bp_plugin_numel(out) == 0)
         return BP_OK;
@@ -270,7 +277,7 @@ static bp_status unary(const bp_kernel_call *call, int op, float param) {
 }
 
 static bp_status binary(const bp_kernel_call *call, int op) {
-    cu_stream *s = call->stream;
+    gpu_stream *s = call->stream;
     const bp_tensor_desc *out = call->outputs[0];
     if (bp_plugin_numel(out) == 0)
         return BP_OK;
@@ -309,7 +316,7 @@ static bp_status op_gelu(const bp_kernel_call *call) {
  * every thread of the device one; else a thread per row (adjacent threads then read
  * adjacent rows). Short rows always take a thread. */
 static bp_status reduce(const bp_kernel_call *call, int op) {
-    cu_stream *s = call->stream;
+    gpu_stream *s = call->stream;
     const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
     if (bp_plugin_numel(out) == 0)
         return BP_OK;
@@ -319,8 +326,8 @@ static bp_status reduce(const bp_kernel_call *call, int op) {
     void *o = out->data, *i = in->data;
     void *params[] = {&o, &i, &r, &op};
     int64_t rows = r.rows.numel;
-    if (r.len >= 32 && (r.in_stride == 1 || rows < device_threads(s)))
-        return launch(s, reduce_block_kernels[call->dtype], rows, row_block(r.len), 0, params,
+    if (r.len >= warp_size(s) && (r.in_stride == 1 || rows < device_threads(s)))
+        return launch(s, reduce_block_kernels[call->dtype], rows, row_block(s, r.len), 0, params,
                       call->op_name);
     return launch_items(s, reduce_thread_kernels[call->dtype], rows, params, call->op_name);
 }
@@ -335,7 +342,7 @@ static bp_status op_mean(const bp_kernel_call *call) { return reduce(call, GPU_E
  * smallest kernel that holds it); longer rows: a block each, the row cached in shared
  * memory up to GPU_EW_ROW_CACHE_MAX elements. */
 static bp_status op_softmax(const bp_kernel_call *call) {
-    cu_stream *s = call->stream;
+    gpu_stream *s = call->stream;
     const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
     if (bp_plugin_numel(out) == 0)
         return BP_OK;
@@ -349,9 +356,10 @@ static bp_status op_softmax(const bp_kernel_call *call) {
     int64_t rows = r.rows.numel;
     if (r.len <= GPU_EW_SOFTMAX_WARP_MAX) {
         int e = 0;
-        while (32 * (8 << e) < r.len)
+        int64_t w = warp_size(s);
+        while (e < 3 && w * (8 << e) < r.len)
             e++;
-        const int64_t rows_per_block = GPU_EW_SOFTMAX_WARP_BLOCK / 32;
+        const int64_t rows_per_block = GPU_EW_SOFTMAX_WARP_BLOCK / w;
         void *params[] = {&o, &i, &r, &scale, &causal, &sq};
         return launch(s, softmax_warp_kernels[call->dtype][e],
                       (rows + rows_per_block - 1) / rows_per_block, GPU_EW_SOFTMAX_WARP_BLOCK, 0,
@@ -359,7 +367,7 @@ static bp_status op_softmax(const bp_kernel_call *call) {
     }
     int cache = r.len <= GPU_EW_ROW_CACHE_MAX;
     void *params[] = {&o, &i, &r, &scale, &causal, &sq, &cache};
-    return launch(s, softmax_block_kernels[call->dtype], rows, row_block(r.len),
+    return launch(s, softmax_block_kernels[call->dtype], rows, row_block(s, r.len),
                   row_cache_bytes(&r, cache), params, "softmax");
 }
 
@@ -367,7 +375,7 @@ static bp_status op_softmax(const bp_kernel_call *call) {
  * bias} (ops/norm.c). A block per row, the row cached in shared memory up to
  * GPU_EW_ROW_CACHE_MAX elements. */
 static bp_status norm(const bp_kernel_call *call, int center) {
-    cu_stream *s = call->stream;
+    gpu_stream *s = call->stream;
     const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
     if (bp_plugin_numel(out) == 0)
         return BP_OK;
@@ -381,7 +389,7 @@ static bp_status norm(const bp_kernel_call *call, int center) {
     int64_t ws = w ? w->strides[0] : 0, bs = b ? b->strides[0] : 0;
     int cache = r.len <= GPU_EW_ROW_CACHE_MAX;
     void *params[] = {&o, &i, &r, &wp, &ws, &bp, &bs, &eps, &center, &cache};
-    return launch(s, norm_kernels[call->dtype], r.rows.numel, row_block(r.len),
+    return launch(s, norm_kernels[call->dtype], r.rows.numel, row_block(s, r.len),
                   row_cache_bytes(&r, cache), params, call->op_name);
 }
 
@@ -390,7 +398,7 @@ static bp_status op_layernorm(const bp_kernel_call *call) { return norm(call, 1)
 
 /* A thread per rotated pair. */
 static bp_status op_rope(const bp_kernel_call *call) {
-    cu_stream *s = call->stream;
+    gpu_stream *s = call->stream;
     const bp_tensor_desc *in = call->inputs[0], *out = call->outputs[0];
     if (bp_plugin_numel(out) == 0)
         return BP_OK;
@@ -410,7 +418,7 @@ static bp_status op_rope(const bp_kernel_call *call) {
 
 /* ---- registration ---- */
 
-const cu_op_entry cu_ops_elementwise[] = {
+const gpu_op_entry gpu_ops_elementwise[] = {
     {"fill", op_fill, ALL_DTYPES},
     {"copy", op_copy, ALL_DTYPES},
     {"cat", op_cat, ALL_DTYPES},

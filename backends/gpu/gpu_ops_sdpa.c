@@ -1,29 +1,33 @@
-/* cuda: op "sdpa" (fused attention, kernels/sdpa.cu) for f32, f16 and bf16.
+/* gpu: op "sdpa" (fused attention, kernels/sdpa.cu) for f32, f16 and bf16.
  *
- * f16 and bf16 with head dim 64 or 128 whose q, k, v and out rows are contiguous and
- * 16-byte aligned take the flash kernel (tensor cores); everything else the generic
- * kernel, which reads any strides and head dim. Both walk only the keys the causal and
- * window masks leave visible; the score order and masks are those of ops/sdpa.c. */
+ * While fast paths are on (NVIDIA, BP_GPU_PORTABLE_KERNELS unset), f16 and bf16 with
+ * head dim 64 or 128 whose q, k, v and out rows are contiguous and 16-byte aligned take
+ * the flash kernel (tensor cores, NVIDIA-only); everything else the generic kernel
+ * (portable), which reads any strides and head dim. Both work in groups of 32 lanes
+ * whatever the device's warp size (a warp on NVIDIA, half a wavefront of 64 on CDNA:
+ * kernels/sdpa_generic.cuh), so blocks and grids do not depend on it. Both walk only
+ * the keys the causal and window masks leave visible; the score order and masks are
+ * those of ops/sdpa.c. */
 #include <math.h>
 #include <stdint.h>
 
-#include "cu_internal.h"
+#include "gpu_internal.h"
 #include "sdpa_args.h"
 
 /* Sizes the kernels index with 32-bit ints (positions, offsets of a tile past them). */
 #define SDPA_MAX_EXTENT (INT32_MAX / 2)
 
 /* [f16, bf16][d 64, d 128] */
-static const cu_kernel_id flash_kernels[2][2] = {
-    {CU_K_sdpa_flash_f16_d64, CU_K_sdpa_flash_f16_d128},
-    {CU_K_sdpa_flash_bf16_d64, CU_K_sdpa_flash_bf16_d128},
+static const gpu_kernel_id flash_kernels[2][2] = {
+    {GPU_K_sdpa_flash_f16_d64, GPU_K_sdpa_flash_f16_d128},
+    {GPU_K_sdpa_flash_bf16_d64, GPU_K_sdpa_flash_bf16_d128},
 };
 
 /* [f32, f16, bf16][32 * 2, 32 * 4, 32 * 8 output dims per block] */
-static const cu_kernel_id generic_kernels[3][3] = {
-    {CU_K_sdpa_generic_f32_v2, CU_K_sdpa_generic_f32_v4, CU_K_sdpa_generic_f32_v8},
-    {CU_K_sdpa_generic_f16_v2, CU_K_sdpa_generic_f16_v4, CU_K_sdpa_generic_f16_v8},
-    {CU_K_sdpa_generic_bf16_v2, CU_K_sdpa_generic_bf16_v4, CU_K_sdpa_generic_bf16_v8},
+static const gpu_kernel_id generic_kernels[3][3] = {
+    {GPU_K_sdpa_generic_f32_v2, GPU_K_sdpa_generic_f32_v4, GPU_K_sdpa_generic_f32_v8},
+    {GPU_K_sdpa_generic_f16_v2, GPU_K_sdpa_generic_f16_v4, GPU_K_sdpa_generic_f16_v8},
+    {GPU_K_sdpa_generic_bf16_v2, GPU_K_sdpa_generic_bf16_v4, GPU_K_sdpa_generic_bf16_v8},
 };
 
 /* Whether the flash kernel can copy t's rows 16 bytes at a time: elements contiguous,
@@ -46,7 +50,7 @@ static void copy_strides(int64_t dst[4], const bp_tensor_desc *t) {
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static bp_status sdpa(const bp_kernel_call *call) {
-    cu_device *dev = call->device;
+    gpu_device *dev = call->device;
     const bp_tensor_desc *q = call->inputs[0], *k = call->inputs[1], *v = call->inputs[2];
     const bp_tensor_desc *o = call->outputs[0];
     const bp_sdpa_attrs none = {0}, *at = call->attrs ? call->attrs : &none;
@@ -56,10 +60,11 @@ static bp_status sdpa(const bp_kernel_call *call) {
         return BP_OK;
     if (batch > SDPA_MAX_EXTENT || heads > SDPA_MAX_EXTENT || sq > SDPA_MAX_EXTENT ||
         sk > SDPA_MAX_EXTENT || d > SDPA_MAX_EXTENT)
-        return cu_host->set_error(BP_ERR_UNSUPPORTED, "cuda:%d: sdpa: q [%lld, %lld, %lld, %lld] "
-                                  "with %lld keys is too large (each size must be below 2^30)",
-                                  dev->index, (long long)batch, (long long)heads, (long long)sq,
-                                  (long long)d, (long long)sk);
+        return gpu_error(dev, BP_ERR_UNSUPPORTED,
+                         "sdpa: q [%lld, %lld, %lld, %lld] with %lld keys is too large (each "
+                         "size must be below 2^30)",
+                         (long long)batch, (long long)heads, (long long)sq, (long long)d,
+                         (long long)sk);
 
     gpu_sdpa_args a = {.q = q->data, .k = k->data, .v = v->data, .o = o->data};
     copy_strides(a.q_st, q);
@@ -84,10 +89,10 @@ static bp_status sdpa(const bp_kernel_call *call) {
 
     bp_dtype dt = call->dtype;
     bool half = dt == BP_DTYPE_F16 || dt == BP_DTYPE_BF16;
-    bool flash = half && (d == 64 || d == 128) && rows_aligned(q) && rows_aligned(k) &&
-                 rows_aligned(v) && rows_aligned(o) &&
+    bool flash = dev->fast_paths && half && (d == 64 || d == 128) && rows_aligned(q) &&
+                 rows_aligned(k) && rows_aligned(v) && rows_aligned(o) &&
                  GPU_SDPA_FLASH_SMEM(d) <= dev->info.max_smem_optin;
-    cu_kernel_id kernel;
+    gpu_kernel_id kernel;
     int64_t blocks;
     unsigned threads, smem;
     if (flash) {
@@ -104,18 +109,18 @@ static bp_status sdpa(const bp_kernel_call *call) {
         smem = (unsigned)GPU_SDPA_GENERIC_SMEM(vec);
     }
     if (blocks > INT32_MAX)
-        return cu_host->set_error(BP_ERR_UNSUPPORTED, "cuda:%d: sdpa: %lld thread blocks are "
-                                  "more than one launch takes (2^31 - 1)",
-                                  dev->index, (long long)blocks);
+        return gpu_error(dev, BP_ERR_UNSUPPORTED,
+                         "sdpa: %lld thread blocks are more than one launch takes (2^31 - 1)",
+                         (long long)blocks);
     unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {threads, 1, 1};
     void *params[] = {&a};
-    return cu_launch(call->stream, kernel, grid, block, smem, params, "sdpa");
+    return gpu_launch(call->stream, kernel, grid, block, smem, params, "sdpa");
 }
 
 #define SDPA_DTYPES \
     (BP_DTYPE_BIT(BP_DTYPE_F32) | BP_DTYPE_BIT(BP_DTYPE_F16) | BP_DTYPE_BIT(BP_DTYPE_BF16))
 
-const cu_op_entry cu_ops_sdpa[] = {
+const gpu_op_entry gpu_ops_sdpa[] = {
     {"sdpa", sdpa, SDPA_DTYPES},
     {NULL, NULL, 0},
 };

@@ -1,13 +1,13 @@
-/* cuda: regions captured into CUDA graphs.
+/* gpu: regions captured into graphs (CUDA graphs, HIP graphs).
  *
  * begin puts the region's first stream into stream capture (relaxed mode, so that the
- * caching allocator may still call cuMemAlloc) and forks the other streams from it, so
+ * caching allocator may still allocate) and forks the other streams from it, so
  * that what the core then issues on any of them (kernels, copies, memsets, event
  * records and waits) becomes one graph: a bfs schedule's chains as parallel branches,
  * strict/dfs as one chain. end joins the streams, ends the capture, and launches the
  * graph on the first stream. The executable graph is kept: a later region with the
  * same shape (hints, node count and graph topology) updates it in place with the new
- * kernel arguments (cuGraphExecUpdate) instead of instantiating again, which is what
+ * kernel arguments (graph_exec_update) instead of instantiating again, which is what
  * makes replays cheap.
  *
  * A region on one stream (strict, dfs, or any schedule one wide) is launched in
@@ -20,11 +20,10 @@
  * ready", and after the launch they are recorded again on the first stream, so that
  * they complete when the region's work does. Waits on events recorded outside the
  * capture cannot become graph edges; the launch itself waits for them. */
-#include "cu_internal.h"
+#include "gpu_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 /* Executables kept per device (least recently used goes first). */
@@ -32,31 +31,31 @@
 /* Launches per chunk of a one-stream region. */
 #define CHUNK_LAUNCHES 128
 
-typedef struct cu_graph_entry {
-    CUgraphExec exec;
+typedef struct gpu_graph_entry {
+    void *exec;
     int32_t order, width, nodes, has_group_id, chunk;
     int64_t group_id;
     size_t graph_nodes;
     uint64_t last_use;
-} cu_graph_entry;
+} gpu_graph_entry;
 
-struct cu_graph_cache {
-    cu_graph_entry entries[CACHE_MAX];
+struct gpu_graph_cache {
+    gpu_graph_entry entries[CACHE_MAX];
     int n;
     uint64_t clock;
 };
 
 /* A growable array of events. */
 typedef struct event_list {
-    cu_event **items;
+    gpu_event **items;
     int n, cap;
 } event_list;
 
-struct cu_region {
-    cu_device *device;
+struct gpu_region {
+    gpu_device *device;
     bp_region_info info;       /* streams point into `streams` */
-    cu_stream **streams;
-    CUevent link;              /* forks the streams at begin, joins them at end */
+    gpu_stream **streams;
+    void *link;                /* forks the streams at begin, joins them at end */
     event_list recorded;       /* recorded during the capture */
     event_list waits;          /* waited on, but recorded outside the capture */
     int chunk;                 /* chunks launched so far (one-stream regions) */
@@ -71,17 +70,16 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static bp_status list_add(cu_region *r, event_list *l, cu_event *e) {
+static bp_status list_add(gpu_region *r, event_list *l, gpu_event *e) {
     for (int i = 0; i < l->n; i++)
         if (l->items[i] == e)
             return BP_OK;
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 16;
-        cu_event **grown = realloc(l->items, (size_t)cap * sizeof *grown);
+        gpu_event **grown = realloc(l->items, (size_t)cap * sizeof *grown);
         if (!grown)
-            return cu_host->set_error(BP_ERR_OUT_OF_MEMORY,
-                                      "cuda:%d: out of host memory in a region capture",
-                                      r->device->index);
+            return gpu_error(r->device, BP_ERR_OUT_OF_MEMORY,
+                             "out of host memory in a region capture");
         l->items = grown;
         l->cap = cap;
     }
@@ -89,7 +87,7 @@ static bp_status list_add(cu_region *r, event_list *l, cu_event *e) {
     return BP_OK;
 }
 
-static void list_remove(event_list *l, cu_event *e) {
+static void list_remove(event_list *l, gpu_event *e) {
     for (int i = 0; i < l->n; i++)
         if (l->items[i] == e) {
             l->items[i] = l->items[--l->n];
@@ -97,57 +95,55 @@ static void list_remove(event_list *l, cu_event *e) {
         }
 }
 
-void cu_region_note_record(cu_region *r, cu_event *e) {
+void gpu_region_note_record(gpu_region *r, gpu_event *e) {
     /* On failure the event is not re-recorded after the launch; its query then stays
      * "not ready" until it is recorded again, which is safe for the allocator. */
     (void)list_add(r, &r->recorded, e);
 }
 
-void cu_region_forget_event(cu_region *r, cu_event *e) {
+void gpu_region_forget_event(gpu_region *r, gpu_event *e) {
     list_remove(&r->recorded, e);
     list_remove(&r->waits, e);
 }
 
-bp_status cu_region_defer_wait(cu_region *r, cu_event *e) {
+bp_status gpu_region_defer_wait(gpu_region *r, gpu_event *e) {
     bp_status st = list_add(r, &r->waits, e);
     if (st == BP_OK)
         e->waited_in = r;
     return st;
 }
 
-static void free_region(cu_region *r) {
+static void free_region(gpu_region *r) {
     for (int i = 0; i < r->waits.n; i++)
         r->waits.items[i]->waited_in = NULL;
     if (r->link)
-        r->device->backend->api.cuEventDestroy(r->link);
+        r->device->drv->event_destroy(r->link);
     free(r->recorded.items);
     free(r->waits.items);
     free(r->streams);
     free(r);
 }
 
-static void set_capturing(cu_region *r, cu_region *value) {
+static void set_capturing(gpu_region *r, gpu_region *value) {
     for (int i = 0; i < r->info.nstreams; i++)
         r->streams[i]->capturing = value;
 }
 
 static bp_status region_begin(void *device, const bp_region_info *info, void **out_region) {
-    cu_device *dev = device;
-    const cu_api *api = &dev->backend->api;
+    gpu_device *dev = device;
+    const gpu_driver *drv = dev->drv;
     *out_region = NULL;
     if (info->nstreams < 1 || !info->streams)
-        return cu_host->set_error(BP_ERR_INVALID_ARGUMENT, "cuda:%d: a region without streams",
-                                  dev->index);
-    bp_status st = cu_enter(dev);
+        return gpu_error(dev, BP_ERR_INVALID_ARGUMENT, "a region without streams");
+    bp_status st = gpu_enter(dev);
     if (st != BP_OK)
         return st;
-    cu_region *r = calloc(1, sizeof *r);
+    gpu_region *r = calloc(1, sizeof *r);
     if (r)
         r->streams = calloc((size_t)info->nstreams, sizeof *r->streams);
     if (!r || !r->streams) {
         free(r);
-        return cu_host->set_error(BP_ERR_OUT_OF_MEMORY, "cuda:%d: out of host memory for a region",
-                                  dev->index);
+        return gpu_error(dev, BP_ERR_OUT_OF_MEMORY, "out of host memory for a region");
     }
     r->device = dev;
     r->info = *info;
@@ -155,41 +151,40 @@ static bp_status region_begin(void *device, const bp_region_info *info, void **o
         r->streams[i] = info->streams[i];
         if (r->streams[i]->capturing) {
             free_region(r);
-            return cu_host->set_error(BP_ERR_INVALID_ARGUMENT,
-                                      "cuda:%d: a stream of the region is already being captured",
-                                      dev->index);
+            return gpu_error(dev, BP_ERR_INVALID_ARGUMENT,
+                             "a stream of the region is already being captured");
         }
         /* Kernels cannot grow a workspace during the capture: give each stream one now. */
         void *ws = NULL;
-        st = cu_stream_workspace(r->streams[i], CU_WORKSPACE_BYTES, &ws);
+        st = gpu_stream_workspace(r->streams[i], GPU_WORKSPACE_BYTES, &ws);
         if (st != BP_OK) {
             free_region(r);
             return st;
         }
     }
     r->info.streams = NULL;
-    CUresult res = api->cuEventCreate(&r->link, CU_EVENT_DISABLE_TIMING);
-    if (res != CUDA_SUCCESS) {
+    gpu_result res = drv->event_create(&r->link, 0);
+    if (res != GPU_SUCCESS) {
         r->link = NULL;
         free_region(r);
-        return cu_fail(dev, res, "cuEventCreate (region)");
+        return gpu_fail(dev, res, "%s (region)", drv->name.event_create);
     }
-    CUstream first = r->streams[0]->handle;
-    res = api->cuStreamBeginCapture(first, CU_STREAM_CAPTURE_MODE_RELAXED);
-    if (res != CUDA_SUCCESS) {
+    void *first = r->streams[0]->handle;
+    res = drv->stream_begin_capture(first);
+    if (res != GPU_SUCCESS) {
         free_region(r);
-        return cu_fail(dev, res, "cuStreamBeginCapture");
+        return gpu_fail(dev, res, "%s", drv->name.stream_begin_capture);
     }
     if (info->nstreams > 1) {
-        res = api->cuEventRecord(r->link, first);
-        for (int i = 1; i < info->nstreams && res == CUDA_SUCCESS; i++)
-            res = api->cuStreamWaitEvent(r->streams[i]->handle, r->link, 0);
-        if (res != CUDA_SUCCESS) {
-            CUgraph g = NULL;
-            if (api->cuStreamEndCapture(first, &g) == CUDA_SUCCESS && g)
-                api->cuGraphDestroy(g);
+        res = drv->event_record(r->link, first);
+        for (int i = 1; i < info->nstreams && res == GPU_SUCCESS; i++)
+            res = drv->stream_wait_event(r->streams[i]->handle, r->link);
+        if (res != GPU_SUCCESS) {
+            void *g = NULL;
+            if (drv->stream_end_capture(first, &g) == GPU_SUCCESS && g)
+                drv->graph_destroy(g);
             free_region(r);
-            return cu_fail(dev, res, "forking the region's streams from the capture");
+            return gpu_fail(dev, res, "forking the region's streams from the capture");
         }
     }
     set_capturing(r, r);
@@ -200,22 +195,22 @@ static bp_status region_begin(void *device, const bp_region_info *info, void **o
 
 /* Joins the other streams into the first and ends the capture; *graph is NULL when the
  * capture failed (the result says why). */
-static CUresult finish_capture(cu_region *r, CUgraph *graph) {
-    const cu_api *api = &r->device->backend->api;
-    CUstream first = r->streams[0]->handle;
-    CUresult res = CUDA_SUCCESS;
-    for (int i = 1; i < r->info.nstreams && res == CUDA_SUCCESS; i++) {
-        res = api->cuEventRecord(r->link, r->streams[i]->handle);
-        if (res == CUDA_SUCCESS)
-            res = api->cuStreamWaitEvent(first, r->link, 0);
+static gpu_result finish_capture(gpu_region *r, void **graph) {
+    const gpu_driver *drv = r->device->drv;
+    void *first = r->streams[0]->handle;
+    gpu_result res = GPU_SUCCESS;
+    for (int i = 1; i < r->info.nstreams && res == GPU_SUCCESS; i++) {
+        res = drv->event_record(r->link, r->streams[i]->handle);
+        if (res == GPU_SUCCESS)
+            res = drv->stream_wait_event(first, r->link);
     }
     set_capturing(r, NULL);
     *graph = NULL;
-    CUresult end = api->cuStreamEndCapture(first, graph);
-    if (res == CUDA_SUCCESS)
+    gpu_result end = drv->stream_end_capture(first, graph);
+    if (res == GPU_SUCCESS)
         res = end;
-    if (res != CUDA_SUCCESS && *graph) {
-        api->cuGraphDestroy(*graph);
+    if (res != GPU_SUCCESS && *graph) {
+        drv->graph_destroy(*graph);
         *graph = NULL;
     }
     return res;
@@ -223,14 +218,14 @@ static CUresult finish_capture(cu_region *r, CUgraph *graph) {
 
 /* Records the captured events again on the first stream (after the launch, when there
  * is one), so that they complete with the region's work. */
-static CUresult rerecord_events(cu_region *r) {
-    const cu_api *api = &r->device->backend->api;
-    CUresult res = CUDA_SUCCESS;
+static gpu_result rerecord_events(gpu_region *r) {
+    const gpu_driver *drv = r->device->drv;
+    gpu_result res = GPU_SUCCESS;
     for (int i = 0; i < r->recorded.n; i++) {
-        cu_event *e = r->recorded.items[i];
-        CUresult one = api->cuEventRecord(e->handle, r->streams[0]->handle);
+        gpu_event *e = r->recorded.items[i];
+        gpu_result one = drv->event_record(e->handle, r->streams[0]->handle);
         __atomic_store_n(&e->captured_in, NULL, __ATOMIC_RELEASE);
-        if (res == CUDA_SUCCESS)
+        if (res == GPU_SUCCESS)
             res = one;
     }
     r->recorded.n = 0;
@@ -239,14 +234,14 @@ static CUresult rerecord_events(cu_region *r) {
 
 /* An executable for `graph`: a cached one of the same shape updated in place, else a
  * new instantiation (which replaces that entry, or the least recently used). */
-static bp_status executable_for(cu_region *r, CUgraph graph, CUgraphExec *out, bool *out_updated,
+static bp_status executable_for(gpu_region *r, void *graph, void **out, bool *out_updated,
                                 size_t *out_graph_nodes) {
-    cu_device *dev = r->device;
-    const cu_api *api = &dev->backend->api;
+    gpu_device *dev = r->device;
+    const gpu_driver *drv = dev->drv;
     size_t graph_nodes = 0;
-    CUresult res = api->cuGraphGetNodes(graph, NULL, &graph_nodes);
-    if (res != CUDA_SUCCESS)
-        return cu_fail(dev, res, "cuGraphGetNodes");
+    gpu_result res = drv->graph_node_count(graph, &graph_nodes);
+    if (res != GPU_SUCCESS)
+        return gpu_fail(dev, res, "%s", drv->name.graph_node_count);
     *out_graph_nodes = graph_nodes;
     *out = NULL;
     if (graph_nodes == 0) /* nothing was captured since the last chunk */
@@ -254,14 +249,13 @@ static bp_status executable_for(cu_region *r, CUgraph graph, CUgraphExec *out, b
     pthread_mutex_lock(&dev->lock);
     if (!dev->graphs && !(dev->graphs = calloc(1, sizeof *dev->graphs))) {
         pthread_mutex_unlock(&dev->lock);
-        return cu_host->set_error(BP_ERR_OUT_OF_MEMORY, "cuda:%d: out of host memory",
-                                  dev->index);
+        return gpu_error(dev, BP_ERR_OUT_OF_MEMORY, "out of host memory");
     }
-    struct cu_graph_cache *c = dev->graphs;
+    struct gpu_graph_cache *c = dev->graphs;
     const bp_region_info *in = &r->info;
-    cu_graph_entry *slot = NULL;
+    gpu_graph_entry *slot = NULL;
     for (int i = 0; i < c->n && !slot; i++) {
-        cu_graph_entry *e = &c->entries[i];
+        gpu_graph_entry *e = &c->entries[i];
         if (e->order == in->order && e->width == in->width && e->nodes == in->nodes &&
             e->has_group_id == in->has_group_id && e->group_id == in->group_id &&
             e->chunk == r->chunk && e->graph_nodes == graph_nodes)
@@ -269,11 +263,9 @@ static bp_status executable_for(cu_region *r, CUgraph graph, CUgraphExec *out, b
     }
     bool updated = false;
     if (slot) {
-        CUgraphExecUpdateResultInfo info;
-        memset(&info, 0, sizeof info);
-        updated = api->cuGraphExecUpdate(slot->exec, graph, &info) == CUDA_SUCCESS;
+        updated = drv->graph_exec_update(slot->exec, graph) == GPU_SUCCESS;
         if (!updated) {
-            api->cuGraphExecDestroy(slot->exec);
+            drv->graph_exec_destroy(slot->exec);
             slot->exec = NULL;
         }
     } else if (c->n < CACHE_MAX) {
@@ -283,16 +275,16 @@ static bp_status executable_for(cu_region *r, CUgraph graph, CUgraphExec *out, b
         for (int i = 1; i < c->n; i++)
             if (c->entries[i].last_use < slot->last_use)
                 slot = &c->entries[i];
-        api->cuGraphExecDestroy(slot->exec);
+        drv->graph_exec_destroy(slot->exec);
         slot->exec = NULL;
     }
     if (!updated) {
-        res = api->cuGraphInstantiateWithFlags(&slot->exec, graph, 0);
-        if (res != CUDA_SUCCESS) {
+        res = drv->graph_instantiate(&slot->exec, graph);
+        if (res != GPU_SUCCESS) {
             /* Drop the slot: move the last entry into it. */
             *slot = c->entries[--c->n];
             pthread_mutex_unlock(&dev->lock);
-            return cu_fail(dev, res, "cuGraphInstantiateWithFlags");
+            return gpu_fail(dev, res, "%s", drv->name.graph_instantiate);
         }
         slot->order = in->order;
         slot->width = in->width;
@@ -312,61 +304,62 @@ static bp_status executable_for(cu_region *r, CUgraph graph, CUgraphExec *out, b
 /* Ends the capture and launches what it holds on the first stream, after the waits on
  * outside events; the events recorded in it are recorded again after the launch (also
  * when something failed, so that they stay usable). */
-static bp_status launch_capture(cu_region *r, bool *out_updated, size_t *out_graph_nodes) {
-    cu_device *dev = r->device;
-    const cu_api *api = &dev->backend->api;
+static bp_status launch_capture(gpu_region *r, bool *out_updated, size_t *out_graph_nodes) {
+    gpu_device *dev = r->device;
+    const gpu_driver *drv = dev->drv;
     double t0 = now_ms();
     r->t_captured += t0 - r->t_begin;
-    CUgraph graph = NULL;
-    CUresult res = finish_capture(r, &graph);
-    bp_status st = res == CUDA_SUCCESS
+    void *graph = NULL;
+    gpu_result res = finish_capture(r, &graph);
+    bp_status st = res == GPU_SUCCESS
                        ? BP_OK
-                       : cu_fail(dev, res, "ending the region's capture (cuStreamEndCapture)");
-    CUgraphExec exec = NULL;
+                       : gpu_fail(dev, res, "ending the region's capture (%s)",
+                                  drv->name.stream_end_capture);
+    void *exec = NULL;
     if (st == BP_OK)
         st = executable_for(r, graph, &exec, out_updated, out_graph_nodes);
-    CUstream first = r->streams[0]->handle;
+    void *first = r->streams[0]->handle;
     for (int i = 0; i < r->waits.n && st == BP_OK; i++) {
-        res = api->cuStreamWaitEvent(first, r->waits.items[i]->handle, 0);
-        if (res != CUDA_SUCCESS)
-            st = cu_fail(dev, res, "cuStreamWaitEvent (before the region's launch)");
+        res = drv->stream_wait_event(first, r->waits.items[i]->handle);
+        if (res != GPU_SUCCESS)
+            st = gpu_fail(dev, res, "%s (before the region's launch)", drv->name.stream_wait_event);
         r->waits.items[i]->waited_in = NULL;
     }
     r->waits.n = 0;
     if (st == BP_OK && exec) {
-        res = api->cuGraphLaunch(exec, first);
-        if (res != CUDA_SUCCESS)
-            st = cu_fail(dev, res, "cuGraphLaunch");
+        res = drv->graph_launch(exec, first);
+        if (res != GPU_SUCCESS)
+            st = gpu_fail(dev, res, "%s", drv->name.graph_launch);
     }
     res = rerecord_events(r);
-    if (st == BP_OK && res != CUDA_SUCCESS)
-        st = cu_fail(dev, res, "cuEventRecord (after the region's launch)");
+    if (st == BP_OK && res != GPU_SUCCESS)
+        st = gpu_fail(dev, res, "%s (after the region's launch)", drv->name.event_record);
     if (graph)
-        api->cuGraphDestroy(graph);
+        drv->graph_destroy(graph);
     r->launches = 0;
     return st;
 }
 
-bp_status cu_region_enqueued(cu_region *r) {
+bp_status gpu_region_enqueued(gpu_region *r) {
     if (r->info.nstreams != 1 || ++r->launches < CHUNK_LAUNCHES)
         return BP_OK;
     bool updated = false;
     size_t graph_nodes = 0;
     bp_status st = launch_capture(r, &updated, &graph_nodes);
     r->chunk++;
-    CUresult res = r->device->backend->api.cuStreamBeginCapture(r->streams[0]->handle,
-                                                                CU_STREAM_CAPTURE_MODE_RELAXED);
-    if (st == BP_OK && res != CUDA_SUCCESS)
-        st = cu_fail(r->device, res, "cuStreamBeginCapture (the region's next chunk)");
+    gpu_result res = r->device->drv->stream_begin_capture(r->streams[0]->handle);
+    if (st == BP_OK && res != GPU_SUCCESS)
+        st = gpu_fail(r->device, res, "%s (the region's next chunk)",
+                      r->device->drv->name.stream_begin_capture);
     set_capturing(r, r);
     r->t_begin = now_ms();
     return st;
 }
 
 static bp_status region_end(void *region) {
-    cu_region *r = region;
-    cu_device *dev = r->device;
-    bp_status st = cu_enter(dev);
+    gpu_region *r = region;
+    gpu_device *dev = r->device;
+    bp_status st = gpu_enter(dev);
     bool updated = false;
     size_t graph_nodes = 0;
     double t0 = now_ms();
@@ -374,41 +367,41 @@ static bp_status region_end(void *region) {
     if (st == BP_OK)
         st = launched;
     if (st == BP_OK)
-        dev->backend->host->log(BP_LOG_DEBUG, CU_NAME,
-                                "cuda:%d: region of %d nodes on %d stream%s, %d chunk%s: captured "
-                                "in %.3f ms; last graph of %zu nodes %s and launched in %.3f ms",
-                                dev->index, r->info.nodes, r->info.nstreams,
-                                r->info.nstreams == 1 ? "" : "s", r->chunk + 1,
-                                r->chunk ? "s" : "", r->t_captured, graph_nodes,
-                                updated ? "updated in place" : "instantiated", now_ms() - t0);
+        gpu_host->log(BP_LOG_DEBUG, dev->drv->device_type,
+                      "%s:%d: region of %d nodes on %d stream%s, %d chunk%s: captured in %.3f "
+                      "ms; last graph of %zu nodes %s and launched in %.3f ms",
+                      dev->drv->device_type, dev->index, r->info.nodes, r->info.nstreams,
+                      r->info.nstreams == 1 ? "" : "s", r->chunk + 1, r->chunk ? "s" : "",
+                      r->t_captured, graph_nodes, updated ? "updated in place" : "instantiated",
+                      now_ms() - t0);
     free_region(r);
     return st;
 }
 
 static void region_abort(void *region) {
-    cu_region *r = region;
-    const cu_api *api = &r->device->backend->api;
-    if (cu_enter(r->device) == BP_OK) {
-        CUgraph graph = NULL;
+    gpu_region *r = region;
+    const gpu_driver *drv = r->device->drv;
+    if (gpu_enter(r->device) == BP_OK) {
+        void *graph = NULL;
         finish_capture(r, &graph);
         if (graph)
-            api->cuGraphDestroy(graph);
+            drv->graph_destroy(graph);
         rerecord_events(r);
     }
     free_region(r);
 }
 
-void cu_graph_cache_destroy(cu_device *dev) {
-    struct cu_graph_cache *c = dev->graphs;
+void gpu_graph_cache_destroy(gpu_device *dev) {
+    struct gpu_graph_cache *c = dev->graphs;
     if (!c)
         return;
     for (int i = 0; i < c->n; i++)
-        dev->backend->api.cuGraphExecDestroy(c->entries[i].exec);
+        dev->drv->graph_exec_destroy(c->entries[i].exec);
     free(c);
     dev->graphs = NULL;
 }
 
-const bp_region_vtable cu_region_vtable = {
+const bp_region_vtable gpu_region_vtable = {
     .struct_size = sizeof(bp_region_vtable),
     .begin = region_begin,
     .end = region_end,
