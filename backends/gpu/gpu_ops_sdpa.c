@@ -102,6 +102,8 @@ static bp_status sdpa(const bp_kernel_call *call) {
         smem = (unsigned)GPU_SDPA_FLASH_SMEM(d);
     } else {
         int vec = d <= 64 ? 2 : d <= 128 ? 4 : 8;
+        if (vec == 8 && GPU_SDPA_GENERIC_SMEM(8) > dev->info.max_smem_optin)
+            vec = 4; /* AMD's 64 KiB of LDS: more chunks of 128 dims */
         kernel = generic_kernels[dt == BP_DTYPE_F32 ? 0 : dt == BP_DTYPE_F16 ? 1 : 2]
                                 [vec == 2 ? 0 : vec == 4 ? 1 : 2];
         blocks = batch * heads * ceil_div(sq, GPU_SDPA_GENERIC_ROWS) * ceil_div(d, 32 * vec);
