@@ -39,6 +39,12 @@ static void mem_host_free(void *device, void *ptr) {
         dev->drv->mem_host_free(ptr);
 }
 
+/* The end of an enqueue of the driver call `what` on s: the stream's bookkeeping when the
+ * driver took the work, else the error. */
+static bp_status enqueue_result(gpu_stream *s, gpu_result r, const char *what) {
+    return r == GPU_SUCCESS ? gpu_enqueued(s) : gpu_fail(s->device, r, "%s", what);
+}
+
 static bp_status mem_copy_async(void *stream, void *dst, const void *src, size_t size,
                                 bp_copy_kind kind) {
     gpu_stream *s = stream;
@@ -50,7 +56,7 @@ static bp_status mem_copy_async(void *stream, void *dst, const void *src, size_t
     if (st != BP_OK)
         return st;
     gpu_result r = dev->drv->memcpy_async(DPTR(dst), DPTR(src), size, s->handle);
-    return r == GPU_SUCCESS ? gpu_enqueued(s) : gpu_fail(dev, r, "%s", dev->drv->name.memcpy_async);
+    return enqueue_result(s, r, dev->drv->name.memcpy_async);
 }
 
 /* Peer access lets kernels and copies of `from` reach `to`'s memory directly; without
@@ -85,8 +91,7 @@ static bp_status mem_copy_peer_async(void *stream, void *dst, void *dst_device, 
     enable_peer(dev, dev == d ? sd : d);
     gpu_result r = dev->drv->memcpy_peer_async(DPTR(dst), d->info.handle, d->ctx, DPTR(src),
                                                sd->info.handle, sd->ctx, size, s->handle);
-    return r == GPU_SUCCESS ? gpu_enqueued(s)
-                            : gpu_fail(dev, r, "%s", dev->drv->name.memcpy_peer_async);
+    return enqueue_result(s, r, dev->drv->name.memcpy_peer_async);
 }
 
 static bp_status mem_memset_async(void *stream, void *ptr, int value, size_t size) {
@@ -98,8 +103,7 @@ static bp_status mem_memset_async(void *stream, void *ptr, int value, size_t siz
     if (st != BP_OK)
         return st;
     gpu_result r = dev->drv->memset_d8_async(DPTR(ptr), (unsigned char)value, size, s->handle);
-    return r == GPU_SUCCESS ? gpu_enqueued(s)
-                            : gpu_fail(dev, r, "%s", dev->drv->name.memset_d8_async);
+    return enqueue_result(s, r, dev->drv->name.memset_d8_async);
 }
 
 const bp_memory_vtable gpu_memory_vtable = {
