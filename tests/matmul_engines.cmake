@@ -4,7 +4,7 @@
 # the engine asked for is the one that ran; then the bad environment values, each with
 # its warning and correct results. The oneDNN runs load the library of
 # scripts/onednn.sh (BP_ONEDNN_LIBRARY) and print "skipped: <why>" without it, in a
-# build without the engine (aarch64, no headers) and under ASan (check_matmul_engine.cmake).
+# build without the engine (aarch64, no headers) (check_matmul_engine.cmake).
 set(bp_onednn_library ${PROJECT_SOURCE_DIR}/.onednn/lib/libdnnl.so.3)
 if(NOT DEFINED BP_ONEDNN_ENGINE)
   set(BP_ONEDNN_ENGINE OFF)
@@ -24,7 +24,7 @@ function(bp_matmul_engine_test name)
   endforeach()
   add_test(NAME ${name} COMMAND ${CMAKE_COMMAND}
     -DENGINE=${arg_ENGINE} -DNEEDS_ONEDNN=${arg_NEEDS_ONEDNN} -DBUILT=${BP_ONEDNN_ENGINE}
-    -DLIBRARY=${bp_onednn_library} -DSANITIZER=${BP_SANITIZER} -DEMULATOR=${bp_emulator_arg} -DCMD=${CMD} -DENV=${ENV}
+    -DLIBRARY=${bp_onednn_library} -DEMULATOR=${bp_emulator_arg} -DCMD=${CMD} -DENV=${ENV}
     -DEXPECT=${EXPECT} -DFORBID=${FORBID}
     -P ${CMAKE_CURRENT_SOURCE_DIR}/check_matmul_engine.cmake)
   set_tests_properties(${name} PROPERTIES ENVIRONMENT "${bp_engine_env}" TIMEOUT 900)
