@@ -8,7 +8,8 @@
  * sdpa_amx.c, take the softmax and the task loop flash_run with kernels of their own):
  *   MR, NR      the tile's rows and columns, NR a multiple of VL dividing SDPA_BQ,
  *   TILE(...)   the tile product, with simd.h's tile_4x16 arguments,
- *   TASK_ATTR   attributes of the task function (SIMD_CLONES, or nothing).
+ *   TASK_ATTR   attributes of the task function (SIMD_CLONES, or nothing),
+ * and may define FLASH_BK, the key rows of its blocks (default SDPA_BK).
  *
  * One task per (batch, head, block of BQ query rows) keeps its queries, a running row
  * maximum m, a running row sum l and an output accumulator O in f32, and walks the
@@ -32,7 +33,10 @@
 #include "dtype_convert.h"
 #include "sdpa_kernel.h"
 
-enum { BQ = SDPA_BQ, BK = SDPA_BK };
+#ifndef FLASH_BK
+#define FLASH_BK SDPA_BK
+#endif
+enum { BQ = SDPA_BQ, BK = FLASH_BK };
 
 #include "vexp.h"
 
