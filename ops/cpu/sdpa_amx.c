@@ -39,12 +39,6 @@ typedef int32_t vi16 __attribute__((vector_size(64), aligned(4)));
 #define VI vi16
 #define VSPLAT(x) ((vf16){0} + (x))
 #define VLANES ((vi16){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
-/* Key blocks of 128 rows, twice the other paths': the per-block work besides the tile
- * products (V's pairs, P's transposes, the rescale of O) is spread over twice the
- * keys. On the 16-core Xeon (AMX) bf16 (4,16,1024,64) went from 1329 / 1629 to 1484 /
- * 1836 GF/s (two rounds, same run), causal 1349 to 1417; BQ 128 with BK 64 did not
- * help (1239 / 1750). */
-#define FLASH_BK 128
 #include "sdpa_flash.h"
 #include "sdpa_bf16_pairs.h"
 

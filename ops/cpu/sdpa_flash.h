@@ -8,8 +8,7 @@
  * sdpa_amx.c, take the softmax and the task loop flash_run with kernels of their own):
  *   MR, NR      the tile's rows and columns, NR a multiple of VL dividing SDPA_BQ,
  *   TILE(...)   the tile product, with simd.h's tile_4x16 arguments,
- *   TASK_ATTR   attributes of the task function (SIMD_CLONES, or nothing),
- * and may define FLASH_BK, the key rows of its blocks (default SDPA_BK).
+ *   TASK_ATTR   attributes of the task function (SIMD_CLONES, or nothing).
  *
  * One task per (batch, head, block of BQ query rows) keeps its queries, a running row
  * maximum m, a running row sum l and an output accumulator O in f32, and walks the
@@ -33,10 +32,7 @@
 #include "dtype_convert.h"
 #include "sdpa_kernel.h"
 
-#ifndef FLASH_BK
-#define FLASH_BK SDPA_BK
-#endif
-enum { BQ = SDPA_BQ, BK = FLASH_BK };
+enum { BQ = SDPA_BQ, BK = SDPA_BK };
 
 #include "vexp.h"
 
