@@ -31,15 +31,7 @@
 
 #include "simd.h"
 
-typedef float vf16 __attribute__((vector_size(64), aligned(4)));
-typedef int32_t vi16 __attribute__((vector_size(64), aligned(4)));
-
-#define VL 16
-#define VF vf16
-#define VI vi16
-#define VSPLAT(x) ((vf16){0} + (x))
-#define VLANES ((vi16){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
-#include "sdpa_flash.h"
+#include "sdpa_flash16.h"
 #include "sdpa_bf16_pairs.h"
 
 /* Tile rows and the reduction's pairs per tile; blocks of 2 x 2 tiles. */
