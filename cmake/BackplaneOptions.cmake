@@ -47,3 +47,10 @@ set(BP_SELECTED_OPS "" CACHE FILEPATH
 if(BP_SELECTED_OPS AND NOT IS_ABSOLUTE "${BP_SELECTED_OPS}")
   get_filename_component(BP_SELECTED_OPS "${BP_SELECTED_OPS}" ABSOLUTE BASE_DIR "${CMAKE_BINARY_DIR}")
 endif()
+
+# The compile flags of the cpu sdpa's AVX-512 paths (ops/CMakeLists.txt) and of the
+# test that measures their exp (tests/test_sdpa_exp_avx512.c); empty off x86-64.
+set(BP_AVX512_FLAGS "")
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  set(BP_AVX512_FLAGS "-ffp-contract=fast;-Wno-psabi;-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mfma")
+endif()

@@ -192,6 +192,48 @@ static void test_bound_catches_mistakes(void **state) {
     }
 }
 
+/* Values of keys that a causal mask hides from every query row may be anything, Inf
+ * included: none reaches an output (0 times Inf would be NaN). Queries fewer than keys
+ * leave the last keys unseen; the shapes end the visible keys inside a tile of 32
+ * (40, 72) and on one (64). The reference gets the finite values. */
+static void test_hidden_values_never_reach_outputs(void **state) {
+    (void)state;
+    bp_device *cpu = bp_test_cpu();
+    const int64_t queries[] = {40, 64, 72};
+    uint64_t seed = 900;
+    for (int i = 0; i < 3; i++) {
+        bp_dtype dt = bp_test_float_dtypes[i];
+        uint16_t inf16 = dt == BP_DTYPE_BF16 ? 0x7f80 : 0x7c00;
+        for (size_t c = 0; c < sizeof queries / sizeof queries[0]; c++) {
+            const dims n = {1, 2, 1, queries[c], 100, 64};
+            double *qv, *kv, *vv;
+            bp_tensor *q = bp_test_random_tensor(
+                cpu, dt, 4, (const int64_t[]){n.b, n.h, n.sq, n.d}, seed++, -1, 1, &qv);
+            bp_tensor *k = bp_test_random_tensor(
+                cpu, dt, 4, (const int64_t[]){n.b, n.hkv, n.sk, n.d}, seed++, -1, 1, &kv);
+            bp_tensor *v = bp_test_random_tensor(
+                cpu, dt, 4, (const int64_t[]){n.b, n.hkv, n.sk, n.d}, seed++, -1, 1, &vv);
+            char *data = bp_tensor_data(v);
+            for (int64_t x = n.sq * n.d; x < n.sk * n.d; x++) {
+                if (dt == BP_DTYPE_F32)
+                    ((float *)data)[x] = INFINITY;
+                else
+                    memcpy(data + x * 2, &inf16, 2);
+            }
+            const bp_sdpa_attrs causal = {.scale = 0.5f, .causal = 1};
+            bp_tensor *out = NULL;
+            BP_ASSERT_OK(bp_sdpa(q, k, v, NULL, &causal, &out));
+            double *got = bp_test_tensor_values(out);
+            assert_int_equal(misses(got, n, causal, qv, kv, vv, dt), 0);
+            free(got);
+            bp_tensor *all[] = {q, k, v, out};
+            for (size_t t = 0; t < 4; t++)
+                bp_tensor_release(all[t]);
+            free(qv), free(kv), free(vv);
+        }
+    }
+}
+
 static void test_masked_rows_and_zero_size(void **state) {
     (void)state;
     uint64_t seed = 500;
@@ -423,6 +465,7 @@ int main(void) {
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_masked_rows_and_zero_size),
         cmocka_unit_test(test_bound_catches_mistakes),
+        cmocka_unit_test(test_hidden_values_never_reach_outputs),
         cmocka_unit_test(test_strided),
         cmocka_unit_test(test_default_attrs),
         cmocka_unit_test(test_memory_does_not_grow),

@@ -11,8 +11,10 @@
  *                 past d) times Q's pairs qp [dp/2][BQ] (sdpa_bf16_pairs.h), into the
  *                 shared f32 S^T [BK][BQ];
  *   O += P V      P's rows pa [BQ][BK/2] words (the probabilities rounded to bf16,
- *                 pairs of keys, by 16 x 16 word transposes of S^T) times V's pairs vp
- *                 [BK/2][dp] words, into O [BQ][dp] f32.
+ *                 pairs of keys, by 16 x 16 word transposes of S^T) times V's pairs
+ *                 [BK/2][dp] words, into O [BQ][dp] f32. The value pairs of a whole
+ *                 (batch, head) are packed once per chunk of tasks into vh where they
+ *                 fit (AMX_HEAD_PAIRS_MAX); else each block's into vp.
  * Tiles run in 2 x 2 blocks of accumulators (tmm0-3) over two rows of the first
  * operand (tmm4-5) and two of the second (tmm6-7). Key rows past bk give scores that
  * are never read, and their P (and V pairs) are zero.
@@ -59,6 +61,9 @@ typedef struct amx_scratch {
     uint32_t *qp; /* [dp/2][BQ] query pairs; rows past d/2 and columns past bq zero */
     uint16_t *kb; /* [BK][dp]   key rows, columns past d zero */
     uint32_t *vp; /* [BK2][dp]  value pairs of key rows 2c and 2c + 1 */
+    uint32_t *vh; /* [sk_t/2][dp] value pairs of a whole (batch, head), or NULL (too big) */
+    const char *vh_of;  /* the V (flash_task's v) whose pairs vh holds; NULL: none yet */
+    const uint32_t *vb; /* this block's value pairs: in vp or in vh */
     uint32_t *pa; /* [BQ][BK2]  probability pairs of keys 2c and 2c + 1, by query row */
     float *o;     /* [BQ][dp]   output accumulator */
     const char *ka; /* this block's key rows (kb or the tensor's) */
@@ -82,6 +87,11 @@ static void amx_scratch_carve(amx_scratch *w, uint32_t *mem, int64_t dp) {
     w->s.l = w->s.m + BQ;
     w->s.corr = w->s.l + BQ;
 }
+
+/* The value pairs of a (batch, head) are packed once into vh for all the chunk's
+ * tasks of that head (a chunk holds consecutive query blocks of one head, mostly) when
+ * they fit in this many bytes; else each key block packs its own into vp. */
+enum { AMX_HEAD_PAIRS_MAX = 1 << 20 };
 
 static void amx_queries(void *ws, const sdpa_job *j, const flash_task *t) {
     amx_scratch *w = ws;
@@ -111,17 +121,42 @@ static void amx_keys(amx_scratch *w, const sdpa_job *j, const flash_task *t, int
     w->ka_stride = dp * 2;
 }
 
-/* Keys j0 .. j0 + bk - 1: their values paired into vp (pairs past bk zero up to the
- * tile's 32 keys), then S^T = K Q^T for key rows 0 .. bk rounded to 32 and query
- * columns 0 .. bq rounded to 32. */
+/* Value rows j0 .. j0 + n - 1 paired into vp's rows (pairs past n zero up to n rounded
+ * to the tile's 32 keys). */
+static void pack_v_rows(const sdpa_job *j, const flash_task *t, uint32_t *vp, int64_t j0,
+                        int64_t n, int64_t dp) {
+    for (int64_t c = 0; c < n; c += 2)
+        pack_v_pair(j, t, vp + c / 2 * dp, j0, c, n);
+    memset(vp + (n + 1) / 2 * dp, 0, (size_t)((round_up(n, TB) / 2 - (n + 1) / 2) * dp) * 4);
+}
+
+/* The value pairs of keys j0 .. j0 + bk - 1 (and zero pairs up to the tile's 32 keys)
+ * into w->vb: the head's, packed on first use, where the block starts on a pair and the
+ * pairs the tiles read past bk are zero there (bk a whole number of tiles, or the block
+ * ends the keys); else the block's own in vp. (Past bk the head holds real keys, whose
+ * values times a probability of 0 could still be NaN.) */
+static void amx_value_pairs(amx_scratch *w, const sdpa_job *j, const flash_task *t, int64_t j0,
+                            int64_t bk, int64_t dp) {
+    if (w->vh && j0 % 2 == 0 && (bk % TB == 0 || j0 + bk == j->sk)) {
+        if (w->vh_of != t->v) {
+            pack_v_rows(j, t, w->vh, 0, j->sk, dp);
+            w->vh_of = t->v;
+        }
+        w->vb = w->vh + j0 / 2 * dp;
+        return;
+    }
+    pack_v_rows(j, t, w->vp, j0, bk, dp);
+    w->vb = w->vp;
+}
+
+/* Keys j0 .. j0 + bk - 1: their value pairs (amx_value_pairs), then S^T = K Q^T for key
+ * rows 0 .. bk rounded to 32 and query columns 0 .. bq rounded to 32. */
 static void amx_scores(void *ws, const sdpa_job *j, const flash_task *t, int64_t j0,
                        int64_t bk) {
     amx_scratch *w = ws;
     int64_t dp = round_up(j->d, TB);
     int64_t bk_t = round_up(bk, TB), bq_t = round_up(t->bq, TB);
-    for (int64_t c = 0; c < bk; c += 2)
-        pack_v_pair(j, t, w->vp + c / 2 * dp, j0, c, bk);
-    memset(w->vp + (bk + 1) / 2 * dp, 0, (size_t)((bk_t / 2 - (bk + 1) / 2) * dp) * 4);
+    amx_value_pairs(w, j, t, j0, bk, dp);
     amx_keys(w, j, t, j0, bk, dp);
     const long ka_stride = (long)w->ka_stride, qp_stride = BQ * 4, st_stride = BQ * 4;
     for (int64_t c = 0; c < bk_t; c += TB)
@@ -218,7 +253,7 @@ static void amx_values(void *ws, const sdpa_job *j, const flash_task *t, int64_t
             _tile_loadd(2, o + TR * dp, o_stride);
             _tile_loadd(3, o + TR * dp + TR, o_stride);
             for (int64_t c2 = 0; c2 < bk_t / 2; c2 += TP) {
-                const uint32_t *pa = w->pa + r * BK2 + c2, *vp = w->vp + c2 * dp + x;
+                const uint32_t *pa = w->pa + r * BK2 + c2, *vp = w->vb + c2 * dp + x;
                 _tile_loadd(4, pa, pa_stride);
                 _tile_loadd(5, pa + TR * BK2, pa_stride);
                 _tile_loadd(6, vp, vp_stride);
@@ -246,10 +281,15 @@ void bp_cpu_sdpa_range_amx(void *ctx, int64_t begin, int64_t end) {
     }
     amx_scratch w;
     amx_scratch_carve(&w, mem, dp);
+    /* The head's pairs: none (each block packs its own) when too big or not allocated. */
+    size_t head_words = (size_t)(round_up(j->sk, TB) / 2 * dp);
+    w.vh = head_words * 4 <= AMX_HEAD_PAIRS_MAX ? calloc(head_words, 4) : NULL;
+    w.vh_of = NULL;
     tiles_configure();
     for (int64_t t = begin; t < end; t++)
         flash_run(j, t, &w, &w.s, w.o, dp, j->scale, amx_queries, amx_scores, amx_values);
     _tile_release();
+    free(w.vh);
     free(mem);
 }
 #endif

@@ -82,6 +82,7 @@ INLINE void tile_8x32_rows(int64_t kd, const float *a, int64_t ars, int64_t aks,
 #define NR AVX512_NR
 #define TILE tile_8x32_rows
 #define TASK_ATTR
+#define VEXP_AVX512 1 /* vexp.h's AVX-512 exp */
 #include "sdpa_flash.h"
 
 void bp_cpu_sdpa_range_avx512(void *ctx, int64_t begin, int64_t end) {

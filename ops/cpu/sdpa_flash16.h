@@ -12,6 +12,7 @@ typedef int32_t vi16 __attribute__((vector_size(64), aligned(4)));
 #define VI vi16
 #define VSPLAT(x) ((vf16){0} + (x))
 #define VLANES ((vi16){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+#define VEXP_AVX512 1 /* vexp.h's AVX-512 exp */
 #include "sdpa_flash.h"
 
 #endif
