@@ -4,7 +4,7 @@
 #
 #   scripts/cpu-compare.sh [--threads N] [--quick] [--engines "LIST"]
 #                          [--sdpa-engines "LIST"] [--repeat N] [--warmup N]
-#                          [--json FILE] [--dnnl26]
+#                          [--rounds N] [--json FILE] [--dnnl26]
 #
 # Rows: matmul f32 2048^3, matmul bf16 2048^3, sdpa f32 (4,16,1024,64), the same causal,
 # sdpa bf16, sdpa bf16 causal (--quick: matmul 256^3 and sdpa (1,4,256,32), for a smoke
@@ -27,6 +27,11 @@
 #                      here with cc -fopenmp ... -ldnnl against DNNL26_PREFIX, else the
 #                      .deb files of scripts/fetch-dnnl26-debs.sh (.devdeps/dnnl26/,
 #                      unpacked with dpkg -x), else /usr
+#   --rounds N         all the rows N times over, 1 to 100 (default 1): on a shared host,
+#                      where one process's median moves by 10 to 20 %, each cell is then
+#                      the median of the N rounds with their range, and the ratio the
+#                      median of the N ratios of runs side by side (each round's ours over
+#                      its torch), with their range
 #   --json FILE        where the JSON goes (default: ${OUT:-/tmp/cpu-compare}/compare.json)
 #
 # Prints the host (CPU model, AVX-512 / AVX512-BF16 / AMX flags, cores), torch's version
@@ -73,13 +78,13 @@ default_threads() {
     echo $((cores > MAX_THREADS ? MAX_THREADS : cores))
 }
 
-threads="" quick=0 dnnl26=0 repeat=10 warmup=2 json=""
+threads="" quick=0 dnnl26=0 repeat=10 warmup=2 rounds=1 json=""
 matmul_engines="" sdpa_engines=""
 while (($#)); do
     case $1 in
     --quick) quick=1 ;;
     --dnnl26) dnnl26=1 ;;
-    --threads | --engines | --sdpa-engines | --repeat | --warmup | --json)
+    --threads | --engines | --sdpa-engines | --repeat | --warmup | --rounds | --json)
         (($# >= 2)) || usage "cpu-compare: $1 needs a value"
         case $1 in
         --threads)
@@ -89,12 +94,15 @@ while (($#)); do
         --repeat | --warmup)
             whole "$2" 1 1000 || usage "cpu-compare: $1 wants a whole number from 1 to 1000, not '$2'"
             if [[ $1 == --repeat ]]; then repeat=$2; else warmup=$2; fi ;;
+        --rounds)
+            whole "$2" 1 100 || usage "cpu-compare: --rounds wants a whole number from 1 to 100, not '$2'"
+            rounds=$2 ;;
         --engines) matmul_engines=$2 ;;
         --sdpa-engines) sdpa_engines=$2 ;;
         --json) json=$2 ;;
         esac
         shift ;;
-    -h | --help) sed -n '2,42p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,48p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage "cpu-compare: unknown option '$1'" ;;
     esac
     shift
@@ -165,19 +173,20 @@ fi
 manifest=$RUNS/manifest.tsv
 : >"$manifest"
 # run ROW KIND VARIANT CMD...: runs CMD with its stdout in a JSON file and stderr in a
-# log, and notes it in the manifest (row, kind, variant, exit status, files).
+# log, and notes it in the manifest (row, kind, variant, exit status, files, round).
 run() {
     local row=$1 kind=$2 variant=$3 rc=0 base
     shift 3
-    base=$RUNS/$row-$kind-${variant:-default}
+    base=$RUNS/$round-$row-$kind-${variant:-default}
     "$@" >"$base.json" 2>"$base.err" || rc=$?
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$row" "$kind" "$variant" "$rc" "$base.json" "$base.err" \
-        >>"$manifest"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$row" "$kind" "$variant" "$rc" "$base.json" \
+        "$base.err" "$round" >>"$manifest"
     return 0
 }
 
-echo "cpu-compare: $threads threads, median of $repeat runs after $warmup warm-up(s);" \
-    "bp-bench $BENCH; torch: $PY" >&2
+echo "cpu-compare: $threads threads, median of $repeat runs after $warmup warm-up(s)," \
+    "$rounds round(s); bp-bench $BENCH; torch: $PY" >&2
+for ((round = 1; round <= rounds; round++)); do
 for i in "${!ROWS[@]}"; do
     read -r op dtype shape causal <<<"${ROWS[$i]}"
     flags=(--dtype "$dtype" "--$op" "$shape" --warmup "$warmup" --repeat "$repeat")
@@ -186,7 +195,7 @@ for i in "${!ROWS[@]}"; do
         var=BP_CPU_SDPA engines=$sdpa_engines; fi
     label="$op $dtype $shape"
     ((causal)) && label+=" causal"
-    echo "  row $((i + 1))/${#ROWS[@]}: $label" >&2
+    echo "  round $round/$rounds, row $((i + 1))/${#ROWS[@]}: $label" >&2
     read -r -a variants <<<"$engines"
     ((${#variants[@]})) || variants=("") # one run, the variable as the environment has it
     for engine in "${variants[@]}"; do
@@ -203,8 +212,9 @@ for i in "${!ROWS[@]}"; do
             --warmup "$warmup" --repeat "$repeat"
     fi
 done
+done
 
 python3 "$ROOT/scripts/cpu_compare_report.py" --runs "$RUNS" --json "$json" \
     --threads "$threads" --rows "${ROWS[@]}" --torch-ok "$torch_ok" \
     --engines "$matmul_engines" --sdpa-engines "$sdpa_engines" --bench "$BENCH" \
-    --python "$PY" --repeat "$repeat" --warmup "$warmup" --dnnl26 "$dnnl26"
+    --python "$PY" --repeat "$repeat" --warmup "$warmup" --rounds "$rounds" --dnnl26 "$dnnl26"

@@ -2,11 +2,13 @@
 """The table and JSON of scripts/cpu-compare.sh, from the runs it left in --runs.
 
 --runs holds manifest.tsv (one line a run: row, kind bp|torch|dnnl26, variant, exit
-status, its stdout JSON, its stderr), host.txt (lscpu, or /proc/cpuinfo), bp-info.txt,
-torch-info.json / torch-info.err. Prints the host, the versions and the engines, then
-the Markdown table `| work | backplane cpu | PyTorch CPU | ratio |` (and with --dnnl26
-a second one for oneDNN 2.6 called directly), and writes everything to --json.
-Exit status 1 when a backplane run failed, else 0.
+status, its stdout JSON, its stderr, round), host.txt (lscpu, or /proc/cpuinfo),
+bp-info.txt, torch-info.json / torch-info.err. Prints the host, the versions and the
+engines, then the Markdown table `| work | backplane cpu | PyTorch CPU | ratio |` (and
+with --dnnl26 a second one for oneDNN 2.6 called directly), and writes everything to
+--json. With --rounds above 1 a cell is the median of the rounds' figures with their
+range, and a ratio the median of the rounds' ratios (each round's two runs side by
+side) with their range. Exit status 1 when a backplane run failed, else 0.
 """
 import argparse
 import json
@@ -68,35 +70,53 @@ def gf(x):
     return f"{x:.0f} GF/s" if x >= 100 else f"{x:.3g} GF/s"
 
 
+def median(xs):
+    xs = sorted(xs)
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def span(xs, fmt):
+    """' (lowest–highest)' of several values, nothing for one."""
+    return f" ({fmt(min(xs))}–{fmt(max(xs))})" if len(xs) > 1 else ""
+
+
 def last_line(text):
     lines = [x for x in text.splitlines() if x.strip()]
     return lines[-1].strip() if lines else ""
 
 
-def bp_figure(run):
-    """(GF/s or None, the figure's text) of a bp-bench run."""
+def run_figure(run, key):
+    """(GF/s or None, why it failed) of one run: bp-bench's (key backplane_gflops), or
+    cpu_reference.py's or dnnl_matmul_v2's (key gflops)."""
     result = ((load_json(run["json"]) or {}).get("results") or [{}])[0]
     if run["rc"] == 0 and result.get("ok"):
-        return result["backplane_gflops"], gf(result["backplane_gflops"])
-    why = result.get("error") or last_line(read(run["err"])) or f"no result (exit status {run['rc']})"
-    return None, f"failed: {why}"
+        return result[key], None
+    return None, result.get("error") or last_line(read(run["err"])) or \
+        f"no result (exit status {run['rc']})"
 
 
-def peer_figure(run):
-    """(GF/s or None, text) of a cpu_reference.py or dnnl_matmul_v2 run."""
-    if not run:
-        return None, "not run"
-    result = ((load_json(run["json"]) or {}).get("results") or [{}])[0]
-    if run["rc"] == 0 and result.get("ok"):
-        return result["gflops"], gf(result["gflops"])
-    why = result.get("error") or last_line(read(run["err"])) or f"no result (exit status {run['rc']})"
-    return None, f"failed: {why}"
+def figure(runs, key):
+    """(median GF/s or None, the cell's text, each round's GF/s) of one kind's runs, a run
+    a round: failed when one of them failed."""
+    if not runs:
+        return None, "not run", []
+    each = []
+    for run in runs:
+        value, why = run_figure(run, key)
+        if value is None:
+            return None, f"failed: {why}", []
+        each.append(value)
+    mid = median(each)
+    return mid, gf(mid) + span(each, lambda x: f"{x:.0f}"), each
 
 
 def ratio(ours, peer, torch_ok):
-    if ours is not None and peer is not None:
-        return f"{ours / peer:.2f}×"
-    return "-" if torch_ok or ours is None else "torch not importable"
+    """The ratio cell: the median of the rounds' ratios (ours / peer, round by round)."""
+    if ours and peer and len(ours) == len(peer):
+        each = [o / p for o, p in zip(ours, peer)]
+        return f"{median(each):.2f}×" + span(each, lambda x: f"{x:.2f}"), each
+    return ("-" if torch_ok or not ours else "torch not importable"), None
 
 
 def main():
@@ -112,14 +132,15 @@ def main():
     p.add_argument("--python", default="")
     p.add_argument("--repeat", type=int, required=True)
     p.add_argument("--warmup", type=int, required=True)
+    p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--dnnl26", type=int, default=0)
     a = p.parse_args()
 
     runs = []
     for line in read(os.path.join(a.runs, "manifest.tsv")).splitlines():
-        row, kind, variant, rc, out, err = line.split("\t")
+        row, kind, variant, rc, out, err, round_ = line.split("\t")
         runs.append({"row": int(row), "kind": kind, "variant": variant, "rc": int(rc),
-                     "json": out, "err": err})
+                     "json": out, "err": err, "round": int(round_)})
 
     host = host_info(read(os.path.join(a.runs, "host.txt")))
     torch_info = load_json(os.path.join(a.runs, "torch-info.json")) if a.torch_ok else None
@@ -129,7 +150,7 @@ def main():
                if BP_INFO_LINE.search(x)]
 
     report = {"mode": "cpu-compare", "threads": a.threads, "repeat": a.repeat,
-              "warmup": a.warmup, "statistic": "median", "host": host,
+              "warmup": a.warmup, "rounds": a.rounds, "statistic": "median", "host": host,
               "bp_bench": a.bench, "python": a.python,
               "engines": {"BP_CPU_MATMUL": a.engines.split() or None,
                           "BP_CPU_SDPA": a.sdpa_engines.split() or None,
@@ -148,50 +169,67 @@ def main():
         op, dtype, shape, causal = text.split()
         work = label(op, dtype, shape, causal == "1")
         mine = [r for r in runs if r["row"] == index]
-        torch_run = next((r for r in mine if r["kind"] == "torch"), None)
+
+        def of(kind, variant=None):
+            """The runs of a kind (and variant), in round order."""
+            return sorted((r for r in mine if r["kind"] == kind and
+                           (variant is None or r["variant"] == variant)),
+                          key=lambda r: r["round"])
+
+        torch_runs = of("torch")
         # the torch column: its figure, why it failed, or why torch is not there
-        peer, peer_text = peer_figure(torch_run) if a.torch_ok else \
-            (None, "not importable: " + torch_why.split("cannot import torch: ")[-1])
+        peer, peer_text, peer_each = figure(torch_runs, "gflops") if a.torch_ok else \
+            (None, "not importable: " + torch_why.split("cannot import torch: ")[-1], [])
         entry = {"work": work, "op": op, "dtype": dtype, "dims": [int(x) for x in shape.split(",")],
                  "causal": causal == "1", "backplane": [], "torch": None, "dnnl26": None}
-        if torch_run:
-            entry["torch"] = {"gflops": peer, "exit_status": torch_run["rc"],
-                              "run": load_json(torch_run["json"]),
-                              "stderr": read(torch_run["err"])[-2000:]}
+        if torch_runs:
+            entry["torch"] = {"gflops": peer, "rounds_gflops": peer_each,
+                              "exit_status": [r["rc"] for r in torch_runs],
+                              "runs": [load_json(r["json"]) for r in torch_runs],
+                              "stderr": read(torch_runs[-1]["err"])[-2000:]}
         variable = "BP_CPU_MATMUL" if op == "matmul" else "BP_CPU_SDPA"
-        for run in (r for r in mine if r["kind"] == "bp"):
-            ours, ours_text = bp_figure(run)
+        variants = list(dict.fromkeys(r["variant"] for r in mine if r["kind"] == "bp"))
+        for variant in variants:
+            bp_runs = of("bp", variant)
+            ours, ours_text, ours_each = figure(bp_runs, "backplane_gflops")
             failed |= ours is None
-            logs = sorted({x for x in read(run["err"]).splitlines() if ENGINE_LOG.match(x)})
-            name = f"{variable}={run['variant']}" if run["variant"] else "default"
+            logs = sorted({x for r in bp_runs for x in read(r["err"]).splitlines()
+                           if ENGINE_LOG.match(x)})
+            name = f"{variable}={variant}" if variant else "default"
             report["engines"]["reported"].setdefault(name, [])
             for x in logs:
                 if x not in report["engines"]["reported"][name]:
                     report["engines"]["reported"][name].append(x)
-            entry["backplane"].append({"variant": run["variant"] or None, "variable": variable,
-                                       "gflops": ours, "exit_status": run["rc"],
-                                       "log": logs, "run": load_json(run["json"])})
-            row_label = f"{work} · {variable}={run['variant']}" if run["variant"] else work
-            lines.append(f"| {row_label} | {ours_text} | {peer_text} | "
-                         f"{ratio(ours, peer, a.torch_ok)} |")
-        dnnl_run = next((r for r in mine if r["kind"] == "dnnl26"), None)
-        if dnnl_run:
-            theirs, theirs_text = peer_figure(dnnl_run)
-            data = load_json(dnnl_run["json"]) or {}
-            entry["dnnl26"] = {"gflops": theirs, "exit_status": dnnl_run["rc"], "run": data}
+            ratio_text, ratios = ratio(ours_each, peer_each, a.torch_ok)
+            entry["backplane"].append({"variant": variant or None, "variable": variable,
+                                       "gflops": ours, "rounds_gflops": ours_each,
+                                       "ratios": ratios,
+                                       "exit_status": [r["rc"] for r in bp_runs], "log": logs,
+                                       "runs": [load_json(r["json"]) for r in bp_runs]})
+            row_label = f"{work} · {variable}={variant}" if variant else work
+            lines.append(f"| {row_label} | {ours_text} | {peer_text} | {ratio_text} |")
+        dnnl_runs = of("dnnl26")
+        if dnnl_runs:
+            theirs, theirs_text, theirs_each = figure(dnnl_runs, "gflops")
+            data = [load_json(r["json"]) or {} for r in dnnl_runs]
+            entry["dnnl26"] = {"gflops": theirs, "rounds_gflops": theirs_each,
+                               "exit_status": [r["rc"] for r in dnnl_runs], "runs": data}
             if report["dnnl26"] is None:
-                report["dnnl26"] = {k: data.get(k) for k in ("onednn", "cpu_runtime", "threads")}
-            impl = ((data.get("results") or [{}])[0]).get("impl")
+                report["dnnl26"] = {k: data[0].get(k) for k in ("onednn", "cpu_runtime", "threads")}
+            impl = ((data[0].get("results") or [{}])[0]).get("impl")
             dnnl_lines.append(f"| {work}{f' ({impl})' if impl else ''} | {theirs_text} | "
-                              f"{peer_text} | {ratio(theirs, peer, a.torch_ok)} |")
+                              f"{peer_text} | {ratio(theirs_each, peer_each, a.torch_ok)[0]} |")
         report["rows"].append(entry)
 
     out = []
     flags = ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in host["flags"].items())
     out.append(f"host: {host['model']}; {host['cores']} cores, {host['logical_cpus']} logical "
                f"CPUs; {flags}")
+    rounds = "" if a.rounds == 1 else \
+        (f"; {a.rounds} rounds: a cell is the median of the rounds (lowest–highest), a "
+         f"ratio the median of the rounds' ratios (lowest–highest)")
     out.append(f"threads: BP_NUM_THREADS={a.threads}, torch.set_num_threads({a.threads}); "
-               f"median of {a.repeat} runs after {a.warmup} warm-up(s), host clock")
+               f"median of {a.repeat} runs after {a.warmup} warm-up(s), host clock{rounds}")
     if torch_info:
         v = torch_info.get("versions", {})
         out.append(f"PyTorch {v.get('torch')}: oneDNN: {v.get('onednn') or 'n/a'}; "

@@ -38,7 +38,7 @@
 #                ctest entry whose name contains "cuda" (but conformance_cuda, see below);
 #                cuda only
 #   cpu-compare  (optional: only when GPU_CHECK_ONLY or GPU_CHECK_EXTRA names it) the host
-#                CPU: scripts/cpu-compare.sh --threads 16 --json $OUT/cpu-compare.json,
+#                CPU: scripts/cpu-compare.sh --threads 16 --rounds 3 --json $OUT/cpu-compare.json,
 #                backplane's cpu matmul and sdpa beside PyTorch CPU (issue 20's table; with
 #                --dnnl26 when .devdeps/dnnl26/ holds scripts/fetch-dnnl26-debs.sh's files)
 # then a summary: each step's status and seconds, and the headline figures from the JSON
@@ -55,6 +55,7 @@
 #   GPU_CHECK_EXTRA="cpu-compare"     optional steps to run beside the others
 #   GPU_CHECK_CPU_THREADS=16          cpu-compare's --threads (BP_NUM_THREADS and torch's)
 #   GPU_CHECK_CPU_ENGINES=""          cpu-compare's --engines, e.g. "onednn blas builtin"
+#   GPU_CHECK_CPU_ROUNDS=3            cpu-compare's --rounds (medians of alternated runs)
 #   GPU_CHECK_BUILD_DIR=build-gpu     the build directory
 #   GPU_CHECK_DEVICE=cuda:0           the device under test (as --device)
 #   GPU_CHECK_SHAPE=8,32,2048,128     B,H,S,D of the demo, the sdpa bench and torch
@@ -127,6 +128,7 @@ EXTRA=" ${GPU_CHECK_EXTRA:-} "
 OPTIONAL=" cpu-compare " # steps that run only when GPU_CHECK_ONLY or GPU_CHECK_EXTRA names them
 CPU_THREADS=${GPU_CHECK_CPU_THREADS:-16}
 CPU_ENGINES=${GPU_CHECK_CPU_ENGINES:-}
+CPU_ROUNDS=${GPU_CHECK_CPU_ROUNDS:-3}
 BIN=$BUILD/bin
 
 STEPS=()
@@ -382,7 +384,7 @@ PY
 # The host CPU, not the GPU: backplane's cpu ops beside PyTorch CPU (and oneDNN 2.6 when
 # its .deb files were carried), at GPU_CHECK_CPU_THREADS threads.
 step_cpu_compare() {
-    local args=(--threads "$CPU_THREADS" --json "$OUT/cpu-compare.json")
+    local args=(--threads "$CPU_THREADS" --rounds "$CPU_ROUNDS" --json "$OUT/cpu-compare.json")
     [[ -n $CPU_ENGINES ]] && args+=(--engines "$CPU_ENGINES")
     compgen -G ".devdeps/dnnl26/*.deb" >/dev/null && args+=(--dnnl26)
     BP_BENCH=$BIN/bp-bench PYTHON=$PY lim bash scripts/cpu-compare.sh "${args[@]}"
@@ -575,7 +577,7 @@ if cpu:
     peer = (f"PyTorch {versions.get('torch')} with {versions.get('onednn')}" if versions
             else f"PyTorch not importable ({cpu.get('torch_unavailable')})")
     print(f"\n  cpu-compare on the host CPU: {host.get('model')} ({host.get('cores')} cores; "
-          f"{flags}), {cpu.get('threads')} threads; {peer}")
+          f"{flags}), {cpu.get('threads')} threads, {cpu.get('rounds', 1)} round(s); {peer}")
     for table in ("table_markdown", "dnnl26_table_markdown"):
         if cpu.get(table):
             print()
