@@ -116,11 +116,14 @@ static void read_path(void) {
         for (int p = n_paths - 1; p > 0 && chosen_path == SDPA_PATH_GENERIC; p--)
             if (!cpu_lacks((sdpa_path)p))
                 chosen_path = (sdpa_path)p;
-        /* A CPU with AMX whose kernel refused the tile data: said once (here, unless
-         * the warning above said it). */
+        /* A CPU with AMX whose kernel refused the tile data (Linux before 5.16): the
+         * environment, not a mistake of the user's, so auto says why at info level, as
+         * it says which path it took (unless the warning above said it already). */
         const char *amx_why = cpu_lacks(SDPA_PATH_AMX);
-        if (!warned && amx_why && amx_why != LACKS)
-            bp_log(BP_LOG_WARN, "sdpa", "cpu sdpa: %s; using %s", amx_why, names[chosen_path]);
+        if (!warned && amx_why && amx_why != LACKS) {
+            bp_log(BP_LOG_INFO, "sdpa", "cpu sdpa path: %s (%s)", names[chosen_path], amx_why);
+            return;
+        }
     }
     bp_log(BP_LOG_INFO, "sdpa", "cpu sdpa path: %s", names[chosen_path]);
 }
