@@ -187,31 +187,31 @@ run() {
 echo "cpu-compare: $threads threads, median of $repeat runs after $warmup warm-up(s)," \
     "$rounds round(s); bp-bench $BENCH; torch: $PY" >&2
 for ((round = 1; round <= rounds; round++)); do
-for i in "${!ROWS[@]}"; do
-    read -r op dtype shape causal <<<"${ROWS[$i]}"
-    flags=(--dtype "$dtype" "--$op" "$shape" --warmup "$warmup" --repeat "$repeat")
-    ((causal)) && flags+=(--causal)
-    if [[ $op == matmul ]]; then var=BP_CPU_MATMUL engines=$matmul_engines; else
-        var=BP_CPU_SDPA engines=$sdpa_engines; fi
-    label="$op $dtype $shape"
-    ((causal)) && label+=" causal"
-    echo "  round $round/$rounds, row $((i + 1))/${#ROWS[@]}: $label" >&2
-    read -r -a variants <<<"$engines"
-    ((${#variants[@]})) || variants=("") # one run, the variable as the environment has it
-    for engine in "${variants[@]}"; do
-        envs=(BP_NUM_THREADS="$threads" BP_LOG=info)
-        [[ -n $engine ]] && envs+=("$var=$engine")
-        run "$i" bp "$engine" env "${envs[@]}" "$BENCH" ops --device cpu "${flags[@]}" --json
+    for i in "${!ROWS[@]}"; do
+        read -r op dtype shape causal <<<"${ROWS[$i]}"
+        flags=(--dtype "$dtype" "--$op" "$shape" --warmup "$warmup" --repeat "$repeat")
+        ((causal)) && flags+=(--causal)
+        if [[ $op == matmul ]]; then var=BP_CPU_MATMUL engines=$matmul_engines; else
+            var=BP_CPU_SDPA engines=$sdpa_engines; fi
+        label="$op $dtype $shape"
+        ((causal)) && label+=" causal"
+        echo "  round $round/$rounds, row $((i + 1))/${#ROWS[@]}: $label" >&2
+        read -r -a variants <<<"$engines"
+        ((${#variants[@]})) || variants=("") # one run, the variable as the environment has it
+        for engine in "${variants[@]}"; do
+            envs=(BP_NUM_THREADS="$threads" BP_LOG=info)
+            [[ -n $engine ]] && envs+=("$var=$engine")
+            run "$i" bp "$engine" env "${envs[@]}" "$BENCH" ops --device cpu "${flags[@]}" --json
+        done
+        if ((torch_ok)); then
+            run "$i" torch "" "$PY" "$ROOT/scripts/cpu_reference.py" --threads "$threads" "${flags[@]}" --json
+        fi
+        if [[ -n $dnnl26_bin && $op == matmul ]]; then
+            run "$i" dnnl26 "" env LD_LIBRARY_PATH="$dnnl26_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+                "$dnnl26_bin" --matmul "$shape" --dtype "$dtype" --threads "$threads" \
+                --warmup "$warmup" --repeat "$repeat"
+        fi
     done
-    if ((torch_ok)); then
-        run "$i" torch "" "$PY" "$ROOT/scripts/cpu_reference.py" --threads "$threads" "${flags[@]}" --json
-    fi
-    if [[ -n $dnnl26_bin && $op == matmul ]]; then
-        run "$i" dnnl26 "" env LD_LIBRARY_PATH="$dnnl26_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-            "$dnnl26_bin" --matmul "$shape" --dtype "$dtype" --threads "$threads" \
-            --warmup "$warmup" --repeat "$repeat"
-    fi
-done
 done
 
 python3 "$ROOT/scripts/cpu_compare_report.py" --runs "$RUNS" --json "$json" \

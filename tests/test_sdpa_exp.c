@@ -14,32 +14,13 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "simd.h"
-
-typedef float vf16 __attribute__((vector_size(64), aligned(4)));
-typedef int32_t vi16 __attribute__((vector_size(64), aligned(4)));
-#define VF vf16
-#define VI vi16
-#define VSPLAT(x) ((vf16){0} + (x))
-#include "vexp.h"
+#include "sdpa_exp_eval.h"
 
 enum { POINTS = 1 << 20 };
 
-/* One build of the functions: n lanes of x through exp_neg (or tanh_v when tanh). */
-#define EVAL(name, attrs) \
-    attrs static void name(const float *x, float *y, int n, int tanh) { \
-        for (int i = 0; i < n; i += 16) { \
-            vf16 v; \
-            __builtin_memcpy(&v, x + i, sizeof v); \
-            v = tanh ? tanh_v(v) : exp_neg(v); \
-            __builtin_memcpy(y + i, &v, sizeof v); \
-        } \
-    }
-EVAL(eval_plain, __attribute__((noinline)))
+EVAL(eval_plain, static __attribute__((noinline)))
 #if defined(__x86_64__)
-EVAL(eval_avx2, __attribute__((noinline, target("avx2,fma"))))
-/* tests/test_sdpa_exp_avx512.c: EVAL over vexp.h's AVX-512 form. */
-void eval_avx512(const float *x, float *y, int n, int tanh);
+EVAL(eval_avx2, static __attribute__((noinline, target("avx2,fma"))))
 #endif
 
 typedef void (*eval_fn)(const float *, float *, int, int);
