@@ -57,31 +57,46 @@ static void describe(char *buf, size_t size, bp_dtype dt, dims n, variant var) {
 }
 
 /* One call on contiguous random inputs, checked against the reference. */
-static void run_case(bp_dtype dt, dims n, variant var, uint64_t seed) {
+/* Contiguous q [b, h, sq, d], k and v [b, hkv, sk, d] on the cpu, random in [-1, 1)
+ * from seeds seed, seed + 1 and seed + 2, with their values. */
+typedef struct qkv {
+    bp_tensor *q, *k, *v;
+    double *qv, *kv, *vv;
+} qkv;
+
+static qkv random_qkv(bp_dtype dt, dims n, uint64_t seed) {
     bp_device *cpu = bp_test_cpu();
-    double *qv, *kv, *vv, *sv = NULL;
-    bp_tensor *q = bp_test_random_tensor(cpu, dt, 4, (const int64_t[]){n.b, n.h, n.sq, n.d},
-                                         seed, -1, 1, &qv);
-    bp_tensor *k = bp_test_random_tensor(cpu, dt, 4, (const int64_t[]){n.b, n.hkv, n.sk, n.d},
-                                         seed + 1, -1, 1, &kv);
-    bp_tensor *v = bp_test_random_tensor(cpu, dt, 4, (const int64_t[]){n.b, n.hkv, n.sk, n.d},
-                                         seed + 2, -1, 1, &vv);
+    const int64_t qs[] = {n.b, n.h, n.sq, n.d}, kvs[] = {n.b, n.hkv, n.sk, n.d};
+    qkv t;
+    t.q = bp_test_random_tensor(cpu, dt, 4, qs, seed, -1, 1, &t.qv);
+    t.k = bp_test_random_tensor(cpu, dt, 4, kvs, seed + 1, -1, 1, &t.kv);
+    t.v = bp_test_random_tensor(cpu, dt, 4, kvs, seed + 2, -1, 1, &t.vv);
+    return t;
+}
+
+static void qkv_free(qkv *t) {
+    bp_tensor_release(t->q);
+    bp_tensor_release(t->k);
+    bp_tensor_release(t->v);
+    free(t->qv), free(t->kv), free(t->vv);
+}
+
+static void run_case(bp_dtype dt, dims n, variant var, uint64_t seed) {
+    double *sv = NULL;
+    qkv t = random_qkv(dt, n, seed);
     bp_tensor *slopes = var.alibi ? bp_test_alibi_slopes(bp_test_cpu(), n.h, &sv) : NULL;
     bp_sdpa_attrs attrs = attrs_of(var);
-    bp_ref_result want = bp_ref_sdpa(n, &attrs, bp_ref_view4_contiguous(qv, n.h, n.sq, n.d),
-                               bp_ref_view4_contiguous(kv, n.hkv, n.sk, n.d),
-                               bp_ref_view4_contiguous(vv, n.hkv, n.sk, n.d), sv, dt);
+    bp_ref_result want = bp_ref_sdpa(n, &attrs, bp_ref_view4_contiguous(t.qv, n.h, n.sq, n.d),
+                               bp_ref_view4_contiguous(t.kv, n.hkv, n.sk, n.d),
+                               bp_ref_view4_contiguous(t.vv, n.hkv, n.sk, n.d), sv, dt);
     bp_tensor *out = NULL;
-    BP_ASSERT_OK(bp_sdpa(q, k, v, slopes, &attrs, &out));
+    BP_ASSERT_OK(bp_sdpa(t.q, t.k, t.v, slopes, &attrs, &out));
     char what[256];
     describe(what, sizeof what, dt, n, var);
     check(what, out, want, n);
-    bp_tensor *all[] = {q, k, v, slopes, out};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        bp_tensor_release(all[i]);
-    free(qv);
-    free(kv);
-    free(vv);
+    bp_tensor_release(slopes);
+    bp_tensor_release(out);
+    qkv_free(&t);
     free(sv);
     bp_ref_free(&want);
 }
@@ -144,25 +159,19 @@ static int64_t misses(const double *got, dims n, bp_sdpa_attrs attrs, const doub
  * longer, the causal mask dropped, and keys 64 .. 127 (one whole key block) missed. */
 static void test_bound_catches_mistakes(void **state) {
     (void)state;
-    bp_device *cpu = bp_test_cpu();
     const dims n = {1, 2, 1, 130, 200, 64};
     uint64_t seed = 700;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3; i++, seed += 3) {
         bp_dtype dt = bp_test_float_dtypes[i];
-        double *qv, *kv, *vv;
-        bp_tensor *q = bp_test_random_tensor(cpu, dt, 4, (const int64_t[]){n.b, n.h, n.sq, n.d},
-                                             seed++, -1, 1, &qv);
-        bp_tensor *k = bp_test_random_tensor(
-            cpu, dt, 4, (const int64_t[]){n.b, n.hkv, n.sk, n.d}, seed++, -1, 1, &kv);
-        bp_tensor *v = bp_test_random_tensor(
-            cpu, dt, 4, (const int64_t[]){n.b, n.hkv, n.sk, n.d}, seed++, -1, 1, &vv);
+        qkv t = random_qkv(dt, n, seed);
+        const double *qv = t.qv, *kv = t.kv, *vv = t.vv;
         const bp_sdpa_attrs plain = {.scale = 0.5f}, windowed = {.scale = 0.5f, .window = 40},
                             causal = {.scale = 0.5f, .causal = 1};
         const bp_sdpa_attrs *runs[] = {&plain, &windowed, &causal};
         double *got[3];
         for (int r = 0; r < 3; r++) {
             bp_tensor *out = NULL;
-            BP_ASSERT_OK(bp_sdpa(q, k, v, NULL, runs[r], &out));
+            BP_ASSERT_OK(bp_sdpa(t.q, t.k, t.v, NULL, runs[r], &out));
             got[r] = bp_test_tensor_values(out);
             bp_tensor_release(out);
             assert_int_equal(misses(got[r], n, *runs[r], qv, kv, vv, dt), 0);
@@ -185,10 +194,8 @@ static void test_bound_catches_mistakes(void **state) {
         assert_true(misses(got[0], fewer, plain, qv, k2, v2, dt) > 0);
         for (int r = 0; r < 3; r++)
             free(got[r]);
-        bp_tensor *all[] = {q, k, v};
-        for (size_t t = 0; t < 3; t++)
-            bp_tensor_release(all[t]);
-        free(qv), free(kv), free(vv), free(k2), free(v2);
+        qkv_free(&t);
+        free(k2), free(v2);
     }
 }
 
@@ -198,22 +205,15 @@ static void test_bound_catches_mistakes(void **state) {
  * (40, 72) and on one (64). The reference gets the finite values. */
 static void test_hidden_values_never_reach_outputs(void **state) {
     (void)state;
-    bp_device *cpu = bp_test_cpu();
     const int64_t queries[] = {40, 64, 72};
     uint64_t seed = 900;
     for (int i = 0; i < 3; i++) {
         bp_dtype dt = bp_test_float_dtypes[i];
         uint16_t inf16 = dt == BP_DTYPE_BF16 ? 0x7f80 : 0x7c00;
-        for (size_t c = 0; c < sizeof queries / sizeof queries[0]; c++) {
+        for (size_t c = 0; c < sizeof queries / sizeof queries[0]; c++, seed += 3) {
             const dims n = {1, 2, 1, queries[c], 100, 64};
-            double *qv, *kv, *vv;
-            bp_tensor *q = bp_test_random_tensor(
-                cpu, dt, 4, (const int64_t[]){n.b, n.h, n.sq, n.d}, seed++, -1, 1, &qv);
-            bp_tensor *k = bp_test_random_tensor(
-                cpu, dt, 4, (const int64_t[]){n.b, n.hkv, n.sk, n.d}, seed++, -1, 1, &kv);
-            bp_tensor *v = bp_test_random_tensor(
-                cpu, dt, 4, (const int64_t[]){n.b, n.hkv, n.sk, n.d}, seed++, -1, 1, &vv);
-            char *data = bp_tensor_data(v);
+            qkv t = random_qkv(dt, n, seed);
+            char *data = bp_tensor_data(t.v);
             for (int64_t x = n.sq * n.d; x < n.sk * n.d; x++) {
                 if (dt == BP_DTYPE_F32)
                     ((float *)data)[x] = INFINITY;
@@ -222,14 +222,12 @@ static void test_hidden_values_never_reach_outputs(void **state) {
             }
             const bp_sdpa_attrs causal = {.scale = 0.5f, .causal = 1};
             bp_tensor *out = NULL;
-            BP_ASSERT_OK(bp_sdpa(q, k, v, NULL, &causal, &out));
+            BP_ASSERT_OK(bp_sdpa(t.q, t.k, t.v, NULL, &causal, &out));
             double *got = bp_test_tensor_values(out);
-            assert_int_equal(misses(got, n, causal, qv, kv, vv, dt), 0);
+            assert_int_equal(misses(got, n, causal, t.qv, t.kv, t.vv, dt), 0);
             free(got);
-            bp_tensor *all[] = {q, k, v, out};
-            for (size_t t = 0; t < 4; t++)
-                bp_tensor_release(all[t]);
-            free(qv), free(kv), free(vv);
+            bp_tensor_release(out);
+            qkv_free(&t);
         }
     }
 }
